@@ -3485,12 +3485,15 @@ def test_cli_compare_refuses_a_folder_with_results_or_in_use(tmp_path):
     assert_one_line_error(rc, err, f"--out {str(out)!r} is not empty", "--resume", "--overwrite")
     assert (out / "compare.csv").read_bytes() == before
     (out / "checkpoints" / "gone").mkdir()
-    (out / "checkpoints" / "gone" / "old.npz").write_bytes(b"PK")  # (a checkpoint of the earlier comparison's)
+    (out / "checkpoints" / "gone" / "dsgd.tuning-0.npz").write_bytes(b"PK")  # (a stage of the earlier one's)
     (out / "checkpoints" / "notes.txt").write_text("mine")  # (helper 192: gone with the folder)
+    (out / "checkpoints" / "gone" / "mine.npz").write_bytes(b"PK")  # (an .npz of the user's: helper 194)
     rc, _, err = rowstoch(*[a if a != "0.1" else "0.2" for a in args], "--out", out, "--overwrite")
     assert rc == 0, err
     assert pd.read_csv(out / "compare.csv")["lr"].iloc[0] == 0.2
-    assert (out / "checkpoints" / "notes.txt").read_text() == "mine" and not (out / "checkpoints" / "gone").exists()
+    assert (out / "checkpoints" / "notes.txt").read_text() == "mine"
+    assert not (out / "checkpoints" / "gone" / "dsgd.tuning-0.npz").exists()
+    assert (out / "checkpoints" / "gone" / "mine.npz").exists()
     # a comparison writing to it (its lock, held by a live process, this one, with the OS lock) keeps every other one
     # out; a file that names a live process holding no OS lock on this host (a killed comparison's pid, reused) is
     # taken over (helper 168: it had refused the folder for as long as that process lived)

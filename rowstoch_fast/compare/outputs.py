@@ -202,10 +202,14 @@ class ComparisonFolder(FolderLock):
             raise
 
     def _ours(self, relative):
-        """The tables, settings and figures at the top, the checkpoints below ``checkpoints/``."""
+        """The tables, settings and figures at the top, the methods' checkpoints below ``checkpoints/``."""
         top, _, rest = relative.partition(os.sep)
-        if rest:
-            return top == "checkpoints" and relative.endswith(".npz")
+        if rest:  # (a method's: named after its label, NAME.npz, NAME.tuning-K.npz, ...; a user's a.npz there had
+            # been removed by --overwrite, helper 194)
+            from ..algorithms import REGISTRY, method_of
+
+            return (top == "checkpoints" and relative.endswith(".npz")
+                    and method_of(os.path.basename(relative).split(".", 1)[0]) in REGISTRY)
         return relative in OUTPUTS or relative.startswith((".rowstoch", "summary.", "compare.", "tuning", "live."))
 
     def _clear(self):
