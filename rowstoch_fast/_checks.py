@@ -507,31 +507,22 @@ def _load_numpy_file(path, what):
     try:
         with open(path, "rb") as fh:  # our handle: np.load leaks its own when the archive is damaged
             head = fh.read(6)
-            if head and not (head.startswith(b"\x93NUMPY") or head.startswith(b"PK")):  # (NumPy's words for
-                # any other file are pickle's: "load it unsafely using allow_pickle=", helper 192)
-                raise ValueError(f"cannot read {what} {path!r}: it is not a NumPy file (.npy or .npz): it begins "
-                                 f"{head!r}")
             fh.seek(0)
-            obj = np.load(fh, allow_pickle=False)
-            if isinstance(obj, np.ndarray):
-                return obj
-            with obj:
-                require_npz_memory(obj, obj.files, f"{what} {path!r}")
-                return {k: obj[k] for k in obj.files}
+            if not head or head.startswith((b"\x93NUMPY", b"PK")):  # (NumPy's words for any other file are
+                # pickle's, "load it unsafely using allow_pickle=": said below instead, helper 192)
+                obj = np.load(fh, allow_pickle=False)
+                if isinstance(obj, np.ndarray):
+                    return obj
+                with obj:
+                    require_npz_memory(obj, obj.files, f"{what} {path!r}")
+                    return {k: obj[k] for k in obj.files}
     except MemoryError:
         raise
-    except ValueError as exc:
-        if str(exc).startswith(f"cannot read {what} "):
-            raise
-        return _damaged(path, what, exc)
     except Exception as exc:  # noqa: BLE001 - a damaged file raises BadZipFile, EOFError, ValueError, zlib.error ...
-        return _damaged(path, what, exc)
-
-
-def _damaged(path, what, exc):
-    size = os.path.getsize(path)
-    why = "it is empty" if size == 0 else f"it is truncated, corrupted or not a NumPy file ({type(exc).__name__}: {exc})"
-    raise ValueError(f"cannot read {what} {path!r}: {why}") from None
+        size = os.path.getsize(path)
+        why = "it is empty" if size == 0 else f"it is truncated, corrupted or not a NumPy file ({type(exc).__name__}: {exc})"
+        raise ValueError(f"cannot read {what} {path!r}: {why}") from None
+    raise ValueError(f"cannot read {what} {path!r}: it is not a NumPy file (.npy or .npz): it begins {head!r}")
 
 
 def caller_outside():

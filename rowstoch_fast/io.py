@@ -174,8 +174,8 @@ def _refuse_repeated_weights(path, edges):
         lines = _data_line_numbers(path, set(where[:4].tolist()))  # (the file's lines, not the rows' indices)
         raise UsageError(f"edge list {path!r}: the edge {src} -> {dst} is listed {where.size} times (lines "
                          f"{', '.join(str(lines.get(k, '?')) for k in where[:4])}{', ...' if where.size > 4 else ''}"
-                         f"{f'; {same.size} repeats in all' if same.size > 1 else ''}): with weights, list each edge once (the weights of a repeated edge would be "
-                         "added)")
+                         f"{f'; {same.size} repeats in all' if same.size > 1 else ''}): with weights, list each "
+                         "edge once (the weights of a repeated edge would be added)")
 
 
 _FORMATS = """
