@@ -922,14 +922,12 @@ def _file_format(path, format):
 
 def _dataset_file(path, format, x_key, y_key, label_column, delimiter):
     format = _file_format(_existing_file(path), format)
-    given = {"npz": ("x_key", "y_key"), "csv": ("label_column", "delimiter")}  # (each format's own: one given for
-    # another had been ignored without a word, helper 193)
-    for kind, names in given.items():
-        for name, value, default in zip(names, (x_key, y_key) if kind == "npz" else (label_column, delimiter),
-                                        (None, None) if kind == "npz" else (None, ",")):
-            if value != default and format != kind:
-                raise ValueError(f"{name} is read from {'an .npz' if kind == 'npz' else 'a CSV'} file; {path} is "
-                                 f"read as {'LIBSVM' if format == 'libsvm' else format.upper()}")
+    for name, value, default, kind in (("x_key", x_key, None, "npz"), ("y_key", y_key, None, "npz"),
+                                       ("label_column", label_column, None, "csv"), ("delimiter", delimiter, ",", "csv")):
+        if value != default and format != kind:  # (each format's own: one given for another had been ignored
+            # without a word, helper 193)
+            raise ValueError(f"{name} is read from {'an .npz' if kind == 'npz' else 'a CSV'} file; {path} is read as "
+                             f"{'LIBSVM' if format == 'libsvm' else format.upper()}")
     if format == "npz":
         return _npz_arrays(path, lambda files: [_npz_member(path, files, x_key, _NPZ_FEATURES, "x_key"),
                                                 _npz_member(path, files, y_key, _NPZ_LABELS, "y_key")])
@@ -976,7 +974,8 @@ def _dataset_csv(path, label_column, delimiter):
     try:
         with warnings.catch_warnings():
             warnings.simplefilter("ignore", UserWarning)  # ("input contained no data": refused below)
-            data = np.loadtxt(loadtxt_source(path, delimiter), delimiter=delimiter, skiprows=at + 1 if names is not None else 0,
+            data = np.loadtxt(loadtxt_source(path, delimiter), delimiter=delimiter,
+                              skiprows=at + 1 if names is not None else 0,
                               ndmin=2, dtype=np.float64, encoding=TEXT_ENCODING)
     except (ValueError, *_READ_ERRORS) as exc:
         raise ValueError(f"{path}: {exc} (a CSV file for load_dataset holds numbers only, under an optional header "
