@@ -120,6 +120,26 @@ def test_bad_per_replica_rates_are_named():
         opt.lr[0, 0, 0] = 1.0
 
 
+def test_a_rate_below_the_iterates_smallest_normal_number_is_refused():
+    """(float32 took ``lr = 1e-50`` as 0: DSGD ran 50 steps without moving, shown at the rate given.)"""
+    A = topology.exponential(8).astype(np.float32)  # (the matrix's value type is the run's)
+    cls = REGISTRY["dsgd"]
+    x0 = np.zeros((8, 2), dtype=np.float32)
+    with pytest.raises(ValueError, match=r"lr = 1e-50 is below float32's smallest normal number \(1.18e-38\)"):
+        cls.build(A, x0, 1e-50)
+    with pytest.raises(ValueError, match=r"lr = 1e-40 is below float32's"):
+        cls.build(A, np.zeros((2, 8, 2), dtype=np.float32), np.array([0.1, 1e-40])[:, None, None])
+    opt = cls.build(A, x0, 0.1)
+    with pytest.raises(ValueError, match="below float32's"):
+        opt.lr = 1e-39
+    assert opt.lr == 0.1
+    opt.lr = 2e-38  # (a normal float32: taken, as every rate in float64 down to its own smallest normal number)
+    cls.build(A.astype(np.float64), x0, 1e-300)
+    frost = REGISTRY["frost"]
+    with pytest.raises(ValueError, match="below float32's"):
+        frost.build(for_algorithm(frost, A), x0, np.full(8, 0.1) * np.r_[1.0, 1e-45, np.ones(6)])
+
+
 @pytest.mark.parametrize("name", sorted(REGISTRY))
 def test_per_replica_rates_on_the_emulated_gpu_equal_the_cpu(name, monkeypatch):
     """The CuPy backend's generic combine for per-column coefficients (NumPy standing in for CuPy)."""

@@ -386,7 +386,7 @@ class Optimizer(AskTell, FailureHandling, Persistence):
         ops.attach(n, dtype, list(mats.values()))
         self._n = n
         self._edges = {k: _links(M) for k, M in mats.items()}
-        self._check_replica_rates(self.__dict__.get("lr"), tuple(x0.shape))
+        self._check_rates_fit(self.__dict__.get("lr"), tuple(x0.shape), dtype)
         self._lr_columns = {}  # scale -> the per-replica rates as columns (_lr_coef)
         self._allocate(tuple(x0.shape))
         self._cur[self.model][...] = self._rows(x0)
@@ -403,7 +403,7 @@ class Optimizer(AskTell, FailureHandling, Persistence):
 
     def _apply_lr(self, lr):
         lr = self._check_lr(lr)
-        self._check_replica_rates(lr, self._global_shape)
+        self._check_rates_fit(lr, self._global_shape, self._ops.dtype)
         if self._asked_points() is not None:  # between ask and tell: from when tell hands G to the step
             self._lr_next = lr
             return
@@ -432,8 +432,17 @@ class Optimizer(AskTell, FailureHandling, Persistence):
         return False
 
     @staticmethod
-    def _check_replica_rates(lr, shape):
-        """Per-replica rates need replicas, one rate each (``shape``: ``x0``'s, ``(reps, n, d)``)."""
+    def _check_rates_fit(lr, shape, dtype):
+        """Per-replica rates need replicas, one rate each (``shape``: ``x0``'s, ``(reps, n, d)``); and each rate must
+        be a normal number of the iterates' ``dtype`` (float32 took ``lr = 1e-50`` as 0 and ran a method that never
+        moved, shown with the rate given)."""
+        if lr is None:
+            return
+        tiny = float(np.finfo(dtype).tiny)
+        smallest = float(np.min(lr))
+        if smallest < tiny:
+            raise ValueError(f"lr = {smallest!r} is below {np.dtype(dtype).name}'s smallest normal number ({tiny:.3g}): "
+                             f"its iterates would take it as 0 or lose its digits; use a larger lr or float64")
         if np.ndim(lr) != 3:
             return
         if len(shape) != 3:

@@ -280,7 +280,7 @@ class Persistence:
             pending = _plain(state["lr_next"])
             try:
                 pending = opt._check_lr(pending)
-                opt._check_replica_rates(pending, opt._global_shape)
+                opt._check_rates_fit(pending, opt._global_shape, opt._ops.dtype)
             except (ValueError, TypeError) as exc:
                 raise type(exc)(f"state['lr_next']: {exc}") from None
             opt._lr_next = pending
