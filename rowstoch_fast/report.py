@@ -534,11 +534,18 @@ def _merged_stages(stages):
     return list(merged.values())
 
 
+#: The tuner's stages in the order it runs them: a stage keeps its colour and marker in every panel (they had
+#: been given by the stage's place in its panel: "fine" and "confirm" the same green triangles).
+TUNING_STAGES = ("grid", "search", "refine", "past the edge", "fine", "confirm")
+
+
 def tuning_figure(tuning, path=None, formats=("png",), dpi=TUNING_DPI):
     """Every tuning candidate's score against its rate, one panel per algorithm, one line per stage (the grid, its
-    refinement, a confirmation's pieces as one; rejected candidates as crosses at the top), the chosen rate a dotted
-    line; ``tuning`` is ``frame.attrs["tuning"]``. One legend for every panel (the stages), no minor ticks and fixed
-    margins: a diagnostic figure of 27 panels drawn in a second, not five. Returns the Figure or None."""
+    refinement, a confirmation's pieces as one; rejected candidates as crosses at the top; a stage in the same
+    style in every panel), the chosen rate a dotted line, and where the evaluation found it unstable and the method
+    ran at the next stable rate of its tuning, that rate a dash-dotted one (the title names both); ``tuning`` is
+    ``frame.attrs["tuning"]``. One legend for every panel (the stages), no minor ticks and fixed margins: a
+    diagnostic figure of 27 panels drawn in a second, not five. Returns the Figure or None."""
     if not tuning:
         return None
     formats = check_formats(formats)
@@ -549,28 +556,39 @@ def tuning_figure(tuning, path=None, formats=("png",), dpi=TUNING_DPI):
     rows = math.ceil(len(tuning) / cols)
     fig, axes = plt.subplots(rows, cols, figsize=(4.2 * cols, 3.0 * rows + 0.6), squeeze=False)
     handles = {}
+    names = [*TUNING_STAGES, *dict.fromkeys(stage["name"] for record in tuning.values() for stage in record["stages"]
+                                            if stage["name"] not in TUNING_STAGES)]
     for ax, (label, record) in zip(axes.ravel(), tuning.items()):
         stages = _merged_stages(record["stages"])
         finite = [s for stage in stages for s in stage["scores"].values() if math.isfinite(s)]
         top = max(finite) * 3 if finite else 1.0
-        for i, stage in enumerate(stages):
+        for stage in stages:
             lrs = sorted(stage["scores"])
             ok = [lr for lr in lrs if lr not in stage["rejected"]]
+            i = names.index(stage["name"])
             st = style(i)
-            line = ax.plot(ok, [stage["scores"][lr] for lr in ok], color=st["color"], marker=st["marker"],
-                           linestyle=st["linestyle"] if i == 0 else "none")[0]
+            xs = lrs if i == 0 else ok  # (the grid's line broken at a rejected rate: it had joined the rates on
+            # either side of a decade of rejected ones as if it ran through them)
+            line = ax.plot(xs, [stage["scores"][lr] if lr in ok else math.nan for lr in xs], color=st["color"],
+                           marker=st["marker"], linestyle=st["linestyle"] if i == 0 else "none")[0]
             handles.setdefault(stage["name"], line)
             bad = [lr for lr in lrs if lr in stage["rejected"]]
             cross = ax.plot(bad, [top] * len(bad), color="0.35", marker="x", linestyle="none")[0]
             if bad:
                 handles.setdefault("rejected", cross)
-        if record.get("chosen") is not None:
-            handles.setdefault("chosen", ax.axvline(record["chosen"], color="0.4", linewidth=0.8, linestyle=":"))
+        chosen, ran = record.get("chosen"), (record.get("retried") or {}).get("next_stable")
+        if chosen is not None:
+            handles.setdefault("chosen", ax.axvline(chosen, color="0.4", linewidth=0.8, linestyle=":"))
+        if ran is not None:
+            handles.setdefault("ran (next stable)", ax.axvline(ran, color="0.15", linewidth=0.9, linestyle="-."))
         ax.set_xscale("log")
         ax.set_yscale("log")
         ax.xaxis.set_minor_locator(NullLocator())
         ax.yaxis.set_minor_locator(NullLocator())
-        ax.set_title(f"{label}: lr {record['chosen']:.2g}" if record.get("chosen") else label, fontsize="medium")
+        title = f"{label}: lr {chosen:.2g}" if chosen else label
+        if chosen and ran is not None:
+            title = f"{label}: lr {ran:.2g} (next stable; {chosen:.2g} {record['retried'].get('status', 'failed')})"
+        ax.set_title(title, fontsize="medium")
         ax.set_xlabel("learning rate", fontsize="small")
         ax.set_ylabel(METRIC_LABELS.get(record["metric"], record["metric"]), fontsize="small")
     for ax in axes.ravel()[len(tuning):]:

@@ -5043,14 +5043,45 @@ def test_a_confirmation_in_pieces_is_one_stage_of_the_figure_and_the_diagnosis()
     ax = fig.axes[0]
     labels = fig.legends[0].get_texts()
     assert [t.get_text() for t in labels] == ["grid", "rejected", "confirm", "chosen"]
-    drawn = [(list(line.get_xdata()), list(line.get_ydata())) for line in ax.get_lines() if len(line.get_xdata())]
-    assert ([0.01], [0.55]) in drawn and ([0.01], [0.5]) in drawn  # (the confirmation at its last score, the grid)
+    drawn = [(list(line.get_xdata()), [y for y in line.get_ydata() if np.isfinite(y)]) for line in ax.get_lines()
+             if len(line.get_xdata())]
+    assert ([0.01], [0.55]) in drawn  # (the confirmation at its last score)
+    assert ([0.001, 0.01, 0.1], [0.5]) in drawn  # (the grid, its line broken at the rates it rejected)
     assert not any(y in ys for _, ys in drawn for y in (0.4, 0.6))  # (the first piece's scores are not drawn)
     assert verdict.tuning_failures(record) == ("0.001 were unstable (ending 2.5x above their minimum); 0.1 diverged "
                                                "(NaN/Inf by iteration 40)")
     import matplotlib.pyplot as plt
 
     plt.close(fig)
+
+
+def test_the_tuning_figure_draws_a_stage_alike_in_every_panel_and_marks_the_next_stable_rate_run():
+    """A stage's style was its place in its panel: "fine" in one panel and "confirm" in another were the same green
+    triangles, one legend entry for both; and a method run at the next stable rate (its tuned rate unstable in the
+    evaluation) was titled and marked at the tuned rate alone, which the table did not show."""
+    from rowstoch_fast import report
+    import matplotlib.pyplot as plt
+
+    grid = {"name": "grid", "scores": {0.01: 0.5, 0.1: 0.2}, "rejected": {}}
+    fine = {"name": "fine", "scores": {0.05: 0.15}, "rejected": {}}
+    confirm = {"name": "confirm", "scores": {0.1: 0.25}, "rejected": {}}
+    tuning = {"a": {"metric": "suboptimality", "chosen": 0.05, "stages": [grid, fine]},
+              "b": {"metric": "suboptimality", "chosen": 0.1, "stages": [grid, confirm],
+                    "retried": {"lr": 0.1, "status": "unstable", "next_stable": 0.01}}}
+    fig = report.tuning_figure(tuning)
+    try:
+        def marker_of(ax, x):
+            return next((line.get_marker(), line.get_color()) for line in ax.get_lines() if list(line.get_xdata()) == x)
+
+        assert marker_of(fig.axes[0], [0.05]) != marker_of(fig.axes[1], [0.1])  # (fine, confirm)
+        labels = [t.get_text() for t in fig.legends[0].get_texts()]
+        assert "fine" in labels and "confirm" in labels and "ran (next stable)" in labels
+        assert fig.axes[1].get_title() == "b: lr 0.01 (next stable; 0.1 unstable)"
+        assert fig.axes[0].get_title() == "a: lr 0.05"
+        vertical = [list(line.get_xdata()) for line in fig.axes[1].get_lines() if line.get_linestyle() == "-."]
+        assert vertical == [[0.01, 0.01]]
+    finally:
+        plt.close(fig)
 
 
 def test_a_suboptimality_below_zero_is_said_to_be_rounding(problem):

@@ -448,7 +448,8 @@ def run_method(plan, method, *, progress=False, log=None):
             log(f"{method.label}: {status} at its tuned rate {lr:g}: run again at the next stable rate of its "
                 f"tuning, {alt:g}")
             spent = float(frame["total_wall_seconds"].iloc[0])
-            record = {**record, "retried": {"lr": lr, "status": status, "diagnosis": diagnosis, "wall_seconds": spent}}
+            record = {**record, "retried": {"lr": lr, "status": status, "diagnosis": diagnosis, "wall_seconds": spent,
+                                              "next_stable": alt}}  # (the rate run: tuning.png marks it)
             lr, source = alt, NEXT_STABLE
             _forget_runs(plan, method)  # (the failed rate's checkpoints: a resume goes on at the new rate)
             with warnings.catch_warnings():
