@@ -765,7 +765,8 @@ def test_reproductions_state_their_verdict_on_the_paper_s_claims(tmp_path):
         # the rates each verdict is of (helper 165: the paper's, which the console and the table never stated)
         rates = experiments.MULTI_GOSSIP_LR[v.graph]
         assert (v.lr_mg, v.lr_plain) == (rates[v.R], rates[1])
-    assert sum("the paper's claim (" in line for line in lines) == 8
+    assert sum(bool(re.match(r"  (holds|does not hold|inconclusive|not decided) +\S", line)) for line in lines) == 8
+    assert "the paper's claims on this run (repeats_mg 2, repeats_plain 2, " in "\n".join(lines)
     assert any(line.startswith("at the paper's rates (Appendix E; ring 0.005, 0.01, 0.02;") for line in lines), lines
     finals, slopes = experiments.reproduce_linear_speedup(str(tmp_path), iterations=20, repeats=3, sizes=(1, 4, 5),
                                                           total=1600, batch=20, progress=False, log=lines.append)

@@ -109,6 +109,30 @@ def other_data(data_seed):
 SLOPE_TOLERANCE = 1 / 12
 
 
+def verdict_lines(rows):
+    """The console's lines of the claims' verdicts ``rows`` (dicts: ``claim``, ``verdict``, numbers): a header with
+    the numbers every claim shares (seed, repetitions, ...), then per claim its verdict's head (``holds``, ``does not
+    hold``, ``inconclusive``, ``not decided``) aligned before the claim, the rest of the verdict below it, and the
+    numbers it follows from (one line of 330 characters each had carried the claim, its verdict and twelve numbers,
+    the shared ones too)."""
+    def text(v):
+        return f"{v:.4g}" if isinstance(v, float) else str(v)
+
+    keys = list(dict.fromkeys(k for row in rows for k in row if k not in ("claim", "verdict", "graph", "rule")))
+    shared = [k for k in keys if len(rows) > 1 and all(k in row and text(row[k]) == text(rows[0][k]) for row in rows)]
+    lines = ["the paper's claims on this run" + (f" ({', '.join(f'{k} {text(rows[0][k])}' for k in shared)})"
+                                                 if shared else "") + ":"]
+    for row in rows:
+        head, _, rest = str(row["verdict"]).partition(": ")
+        lines.append(f"  {head:<13} {row['claim']}")
+        if rest:
+            lines.append(f"  {'':<13} {rest}")
+        numbers = ", ".join(f"{k} {text(row[k])}" for k in keys if k in row and k not in shared)
+        if numbers:
+            lines.append(f"  {'':<13} ({numbers})")
+    return lines
+
+
 def _write_verdict(out_dir, name, rows, log, stopped=None):
     """``<name>_verdict.csv`` (one row per claim: its numbers and ``verdict``), and a line per claim.
 
@@ -124,10 +148,8 @@ def _write_verdict(out_dir, name, rows, log, stopped=None):
         return
     path = os.path.join(out_dir, f"{name}_verdict.csv")
     pd.DataFrame(rows).to_csv(path, index=False)
-    for row in rows:
-        numbers = ", ".join(f"{k} {v:.4g}" if isinstance(v, float) else f"{k} {v}" for k, v in row.items()
-                            if k not in ("claim", "verdict", "graph", "rule"))
-        log(f"the paper's claim ({row['claim']}) {row['verdict']} on this run: {numbers}")
+    for line in verdict_lines(rows):
+        log(line)
     for rule in dict.fromkeys(row["rule"] for row in rows if row.get("rule") and stopped is None):
         log(f"(the rule: {rule})")
     log(f"wrote {path}")  # (the verdicts' table was written unsaid)
