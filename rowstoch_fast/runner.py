@@ -7,6 +7,7 @@ import json
 import logging
 import math
 import os
+import textwrap
 import time
 import warnings
 from dataclasses import dataclass
@@ -494,8 +495,8 @@ class History:
                 return written
             with axes_for(None, (5, 3.5), os.path.join(folder, figure), dpi=120) as ax:
                 self.plot("grad_norm", ax=ax, label=label)
-                if title:
-                    ax.set_title(title)
+                if title:  # (wrapped: a setting's title of 110 characters ran off both sides of the figure)
+                    ax.set_title(textwrap.fill(title, 54), fontsize="medium")
         return written + [figure]
 
     def plot(self, metric="grad_norm", ax=None, x="communication_rounds", label=None, path=None, **kwargs):

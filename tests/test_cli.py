@@ -124,7 +124,8 @@ def test_progress_bars_only_where_someone_watches(tmp_path, capsys, monkeypatch)
     keeps the results; -v adds the library's log."""
     from rowstoch_fast import _progress, cli
 
-    base = ["run", "--n", "8", "--iterations", "30", "--total", "1600"]
+    base = ["run", "--n", "8", "--iterations", "30", "--total", "1600", "--lr", "0.05"]  # (a rate that gets
+    # somewhere in 30 iterations: at the default's a note says it barely moved, as it does under -q too)
     assert cli.main(base + ["--out", str(tmp_path / "a")]) == 0
     plain = capsys.readouterr()
     assert "it/s" not in plain.err and "\r" not in plain.err and "wrote" in plain.out
@@ -848,6 +849,42 @@ def test_run_notes_a_run_that_made_no_progress_or_went_past_a_thousandfold(tmp_p
     err = capsys.readouterr().err
     assert re.search(r"note: the loss \([\d.]+ -> [\d.]+, [\d.]+x\) ended above its start: no progress at this rate "
                      r"\(.*; on a network that loses messages, robust-gradient-push is made for it\)", err), err
+
+
+def test_run_says_what_a_comparison_would_call_a_run_that_climbed_back_or_barely_moved(tmp_path, capsys):
+    """`rowstoch run` said "done" and nothing else where Pull-Diag-GT over 10% losses fell to 0.128x its start by
+    iteration 420 and climbed back to 0.503x by 2,000 (a comparison's `no-progress`); a run too short or at a rate too
+    small to move is told so, not sent to its tracker's scales; a run that converges gets no note."""
+    assert cli.main(["run", "--topology", "exponential", "--n", "16", "--algorithm", "pull-diag-gt", "--loss", "0.1",
+                     "--iterations", "2000", "--no-progress", "--out", str(tmp_path / "a")]) == 0
+    err = capsys.readouterr().err
+    assert re.search(r"rowstoch: note: `rowstoch compare` would call this run no-progress: grad_norm ended at "
+                     r"0\.5\d*x its start \([\d.]+ -> [\d.]+\) at lr 0\.003125; it fell to 0\.1\d*x its start by "
+                     r"iteration \d+, then climbed back; its tracker's D_t .* try a loss-robust method", err), err
+    assert cli.main(["run", "--topology", "ring", "--n", "16", "--algorithm", "pull-diag-gt", "--lr", "1e-6",
+                     "--iterations", "400", "--no-progress", "--out", str(tmp_path / "b")]) == 0
+    err = capsys.readouterr().err
+    assert re.search(r"would call this run no-progress: grad_norm ended at 0\.9\d*x its start .* at lr 1e-06; still "
+                     r"falling at the end: a larger lr or a longer budget\n", err), err
+    assert "tracker" not in err
+    assert cli.main(["run", "--topology", "exponential", "--n", "16", "--algorithm", "dsgd", "--iterations", "300",
+                     "--no-progress", "--out", str(tmp_path / "c")]) == 0
+    assert "note" not in capsys.readouterr().err
+
+
+def test_run_s_figure_is_titled_with_the_setting_as_a_comparison_s(tmp_path, monkeypatch):
+    """The figure of a run over 10% losses was titled "exponential (n = 16), logistic, 1 repetition(s)": the network
+    model was not said. It names the graph, its weights, the objective and the network model, as compare's do."""
+    from rowstoch_fast.runner import History
+
+    titles, save = [], History.save
+    monkeypatch.setattr(History, "save", lambda self, folder, title=None, label=None: titles.append(title) or
+                        save(self, folder, title, label))
+    assert cli.main(["run", "--topology", "exponential", "--n", "8", "--algorithm", "dsgd", "--iterations", "20",
+                     "--loss", "0.1", "--repeats", "2", "--total", "1600", "--no-progress",
+                     "--out", str(tmp_path / "a")]) == 0
+    assert titles == ["directed exponential (n = 8, in-degree weights), nonconvex logistic regression (d = 10), 0.1 of "
+                      "messages lost, 2 repetitions"]
 
 
 def test_a_caption_of_graphs_with_their_own_weights_says_which_are_whose(tmp_path, capsys):

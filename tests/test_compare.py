@@ -1635,6 +1635,26 @@ def test_a_climb_back_that_settles_at_a_level_is_ok_and_one_that_never_progresse
     assert status == "unstable" and re.search(r"; it went to [\d.e+]+x its start by iteration 800$", why), why
 
 
+def test_a_given_rate_that_barely_moved_is_told_to_go_larger_not_sent_to_its_tracker():
+    """Pull-Diag-GT at a given lr of 1e-6, 0.969x its start after 400 iterations and still falling, was told of its
+    tracker's scales (3.28e4 on a ring of 16) and more gossip rounds: the rate was the cause. A given rate's run that
+    never went below half its start and still falls at the end is told a larger lr or a longer budget, without the
+    method's hints; a tuned one, or one that fell and climbed back, keeps them."""
+    it = np.arange(0, 401, 20)
+    slow = 0.336 * np.exp(-8e-5 * it)
+    frame = pd.DataFrame({"iteration": it, "rep": 0, "grad_norm": slow})
+    context = {"tracker_peak": (3.28e4, 16.0)}
+    kw = dict(lr=1e-6, iterations=400, context=context)
+    status, why = verdict.status_of(frame, "grad_norm", {}, lr_source="given", **kw)
+    assert status == "no-progress" and why.endswith("; still falling at the end: a larger lr or a longer budget"), why
+    assert "tracker" not in why
+    status, why = verdict.status_of(frame, "grad_norm", {}, lr_source="tuned", **kw)
+    assert status == "no-progress" and "tracker scales node gradients" in why and "still falling" not in why, why
+    back = np.r_[slow[:5] * np.geomspace(1, 0.1, 5), 0.0336 * np.geomspace(1, 6, 16)]  # (fell, then climbed back)
+    status, why = verdict.status_of(frame.assign(grad_norm=back), "grad_norm", {}, lr_source="given", **kw)
+    assert "still falling" not in why and "tracker" in why, (status, why)
+
+
 def test_next_stable_is_the_best_stable_rate_a_fifth_of_a_decade_below():
     """The rate a tuned rate that the evaluation undid runs again at: the best-scoring stable rate of the tuning at
     least a fifth of a decade below it (a later stage's score over an earlier's), else the best below it, else

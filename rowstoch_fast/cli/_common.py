@@ -16,9 +16,9 @@ import numpy as np
 from ..algorithms import labels, REGISTRY
 from ..backends.mpi import polled_barrier
 from ..errors import UsageError
-from ..io import load_data_file, load_matrix
+from ..io import load_data_file, load_matrix, weights_said
 from ..network import options as network_options
-from ..topology import by_name as build_topology
+from ..topology import PAPER_WEIGHTS, by_name as build_topology
 
 
 def _topology_n(args):
@@ -666,3 +666,33 @@ def _problem_rules(args):
             (("--sigma",), args.objective != "quadratic", obj + " (its noise is the mini-batch)"
              if args.objective.startswith("logistic") else obj),
             *_matrix_rules(args)]
+
+
+def _objective_words(args):
+    """The problem in words (the objective and its size)."""
+    words = {"logistic": "nonconvex logistic regression", "logistic-l2": "L2-regularised logistic regression",
+             "least-squares": "least squares", "lasso": f"lasso (least squares + {args.l1:g} ||x||_1)",
+             "quadratic": "a random quadratic"}[args.objective]
+    if getattr(args, "data_file", None):
+        return f"{words} on {file_label(args.data_file)}"
+    return f"{words} (d = {args.d})"
+
+
+#: How ``--weights`` reads in a caption or a figure's title.
+_WEIGHTS_SAID = {"in-degree": "in-degree weights", "metropolis": "Metropolis weights"}
+
+
+def _graph_words(args, gname, A):
+    """``(graph, as a noun, weights)`` as a title and a caption say them: directed or undirected (whether every link
+    has its reverse) with the topology's name or the file's ("directed ring", "directed ring graph"), and how the
+    weights were made. A directed and an undirected ring read the same, "the ring graph (n = 12)", in the tables
+    and figures: only experiment.json told them apart."""
+    pattern = A.csr != 0
+    kind = "undirected" if (pattern != pattern.T).nnz == 0 else "directed"
+    if args.matrix:
+        said = f"{kind} graph {gname}"
+        return said, said, weights_said(os.fspath(args.matrix), args.normalize)
+    if gname in PAPER_WEIGHTS:
+        return f"{kind} {gname}", f"{kind} {gname} graph", PAPER_WEIGHTS[gname]
+    return (f"{kind} {gname}", f"{kind} {gname} graph",
+            _WEIGHTS_SAID.get(getattr(args, "weights", "in-degree"), "in-degree weights"))

@@ -10,15 +10,15 @@ import sys
 from .._checks import did_you_mean
 from .._signals import signals_held
 from ..algorithms import REGISTRY
-from .. import io, report
+from .. import report
 from ..errors import UsageError
 from ..network import options as network_options
-from ..topology import NAMES as TOPOLOGIES, PAPER_NAMES as PAPER_GRAPHS, PAPER_WEIGHTS
+from ..topology import NAMES as TOPOLOGIES, PAPER_NAMES as PAPER_GRAPHS
 from ._common import (_as_options, _check_objective_args, _check_objective_size, _check_out_folder, _error,
                       _list_option, _matrix_from_args, _metrics_module, _objective_from_args, _problem_rules,
                       _refuse_unread, _settings, drop_turned_off, narrator, on_every_rank, polled_barrier,
                       progress_option, RanksDiffer, refuse_different_arguments, refuse_on_every_rank,
-                      warn_unshared_launch, file_label)
+                      warn_unshared_launch, file_label, _graph_words, _objective_words)
 
 
 def _metric_list(text):
@@ -866,16 +866,6 @@ def _update_experiment(folder, repeats=None, growing=_KEEP):
             atomic_write(path, lambda fh, document=document: json.dump(document, fh, indent=1, default=str))
 
 
-def _objective_words(args):
-    """The problem in words (the objective and its size)."""
-    words = {"logistic": "nonconvex logistic regression", "logistic-l2": "L2-regularised logistic regression",
-             "least-squares": "least squares", "lasso": f"lasso (least squares + {args.l1:g} ||x||_1)",
-             "quadratic": "a random quadratic"}[args.objective]
-    if getattr(args, "data_file", None):
-        return f"{words} on {file_label(args.data_file)}"
-    return f"{words} (d = {args.d})"
-
-
 def _caption(args, problems):
     """The LaTeX table's caption of a comparison: the problem, n, the graph(s) and the full network model."""
     graphs = list(dict.fromkeys(g for g, *_ in problems))
@@ -948,26 +938,6 @@ def _figure_title(args, graph, ns, n):
     model."""
     said, _, weights = args.graph_words[graph]
     return f"{said} (n = {n}, {weights}), {_objective_words(args)}, {network_options.words(ns)}"
-
-
-#: How ``--weights`` reads in a caption or a figure's title.
-_WEIGHTS_SAID = {"in-degree": "in-degree weights", "metropolis": "Metropolis weights"}
-
-
-def _graph_words(args, gname, A):
-    """``(graph, as a noun, weights)`` as a title and a caption say them: directed or undirected (whether every link
-    has its reverse) with the topology's name or the file's ("directed ring", "directed ring graph"), and how the
-    weights were made. A directed and an undirected ring read the same, "the ring graph (n = 12)", in the tables
-    and figures: only experiment.json told them apart."""
-    pattern = A.csr != 0
-    kind = "undirected" if (pattern != pattern.T).nnz == 0 else "directed"
-    if args.matrix:
-        said = f"{kind} graph {gname}"
-        return said, said, io.weights_said(os.fspath(args.matrix), args.normalize)
-    if gname in PAPER_WEIGHTS:
-        return f"{kind} {gname}", f"{kind} {gname} graph", PAPER_WEIGHTS[gname]
-    return (f"{kind} {gname}", f"{kind} {gname} graph",
-            _WEIGHTS_SAID.get(getattr(args, "weights", "in-degree"), "in-degree weights"))
 
 
 def _write_finished_comparison(frames, partial, labelled, args, root, metrics, problems):

@@ -16,11 +16,11 @@ from ..errors import MetricValueError, NetworkIgnoredWarning, UsageError
 from ..network import losses_of, options as network_options
 from ..report import times_text
 from ..topology import NAMES as TOPOLOGIES, PAPER_NAMES as PAPER_GRAPHS
-from ._common import (_algorithm_names, _check_objective_args, _check_objective_size, _error, _matrix_from_args,
-                      _metrics_module, _objective_from_args, _one_setting, _problem_rules, _refuse_unread, _stage,
-                      _topology_n, _writable_file, _writable_folder, default_lr, narrator, progress_option,
-                      on_every_rank, refuse_different_arguments, refuse_on_every_rank, warn_unshared_launch,
-                      file_label)
+from ._common import (_algorithm_names, _check_objective_args, _check_objective_size, _error, _graph_words,
+                      _matrix_from_args, _metrics_module, _objective_from_args, _objective_words, _one_setting,
+                      _problem_rules, _refuse_unread, _stage, _topology_n, _writable_file, _writable_folder,
+                      default_lr, narrator, progress_option, on_every_rank, refuse_different_arguments,
+                      refuse_on_every_rank, warn_unshared_launch, file_label)
 
 
 #: The graph's options that a method which averages exactly (federated, centralized) reads no more than the
@@ -187,8 +187,15 @@ def _write_outputs(h, args, A, algo):
 
 
 def _write_history(h, folder, args, A, algo):
+    """The history's files; the figure's title the setting as a comparison's says it: the graph (directed or not),
+    n and its weights, the objective and the network model (it had said "exponential (n = 16), logistic" of a run
+    over 10% losses, and "1 repetition(s)")."""
     graph = file_label(args.matrix) if args.matrix else args.topology
-    return h.save(folder, title=f"{graph} (n = {A.n}), {args.objective}, {h.meta['repeats']} repetition(s)",
+    said, _, weights = _graph_words(args, graph, A)
+    repeats = int(h.meta.get("repeats", 1))
+    title = (f"{said} (n = {A.n}, {weights}), {_objective_words(args)}, {network_options.words(args)}"
+             + (f", {repeats} repetitions" if repeats > 1 else ""))
+    return h.save(folder, title=title,
                   label=f"{algo.name}, lr = {algo.lr:g}" + ("" if h.status == "done" else f" ({h.status})"))
 
 
@@ -371,7 +378,8 @@ def _cmd_run(args, locks):
         print(f"rowstoch: interrupted: its checkpoint {args.checkpoint!r} holds iteration {reached}; the same command "
               f"with --resume {shlex.quote(args.checkpoint)} continues it", file=sys.stderr)
     if not (h.interrupted or blown or grew):
-        for line in _no_progress_notes(h, lossy=bool(losses_of(network)), algorithm=args.algorithm):
+        notes = _no_progress_notes(h, lossy=bool(losses_of(network)), algorithm=args.algorithm)
+        for line in notes or _judged_notes(h, network, f, method, rounds, args.tracker):
             print(f"rowstoch: note: {line}", file=sys.stderr)
     if write_error is not None:
         return 2
@@ -394,6 +402,21 @@ def _cmd_run(args, locks):
 LOSS_NOTED = 10.0
 #: The methods made for lost messages, suggested on a lossy network (the one that ran left out).
 LOSS_ROBUST = ("robust-gradient-push", "r-fast")
+
+
+def _judged_notes(h, network, objective, method, rounds, tracker):
+    """The line of a run that a comparison would not call ``ok`` (its gradient norm judged by
+    :func:`~rowstoch_fast.compare.method.judge_run`: a climb back from its lowest level, an end above half its
+    start), where :func:`_no_progress_notes` said nothing; [] otherwise."""
+    from ..compare.method import judge_run
+
+    if "grad_norm" not in h.frame.columns or not np.isfinite(h.frame["grad_norm"].to_numpy(np.float64)).any():
+        return []
+    try:
+        status, diagnosis = judge_run(h, network, objective, method, rounds, tracker)
+    except Exception:  # noqa: BLE001 - a diagnosis never fails a run that finished
+        return []
+    return [] if status == "ok" else [f"`rowstoch compare` would call this run {status}: {diagnosis}"]
 
 
 def _no_progress_notes(h, lossy=False, algorithm=None):

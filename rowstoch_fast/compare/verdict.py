@@ -279,7 +279,7 @@ def status_of(frame, metric, meta, *, lr, lr_source, iterations, tuning=None, co
         where = f"in repetition {rep} (of 0 .. {of - 1}) " if rep is not None else ""
         return "interrupted", (f"interrupted {where}at iteration {done} of {iterations}; --resume continues it from "
                                f"its checkpoint")
-    status, diagnosis = "ok", ""
+    status, diagnosis, too_small = "ok", "", False
     some, short = _diverged_repetitions(frame, metric, start, iterations)
     if short and not meta.get("diverged"):  # (a repetition that stopped before the budget: NaN or Inf, recorded
         # in an earlier part of a resumed evaluation)
@@ -324,6 +324,11 @@ def status_of(frame, metric, meta, *, lr, lr_source, iterations, tuning=None, co
             if lr_source == "tuned" and tried and lr <= tried[0] and _still_falling(means):  # (at a noise floor
                 # a longer budget does not help: helper 145's FROST at 0.502x its start, said "too short")
                 diagnosis += "; the smallest rate tried: the budget may be too short for this method"
+            elif lr_source == "given" and low >= NO_PROGRESS * start and _still_falling(means):  # (a given rate
+                # too small: Pull-Diag-GT at lr 1e-6, 0.969x its start after 400 iterations, had been told of its
+                # tracker's scales and more gossip rounds)
+                diagnosis += "; still falling at the end: a larger lr or a longer budget"
+                too_small = True  # (the hints are of a method's failures, not of a rate too small)
         elif above := _repetitions_above_start(frame, metric, start):
             status, diagnosis = "unstable", f"{above} {at}"
     unread = _nan_repetitions(frame, metric)
@@ -352,6 +357,8 @@ def status_of(frame, metric, meta, *, lr, lr_source, iterations, tuning=None, co
                           f"{end / start:.3g}x), not below {NO_PROGRESS:g}x of it")
     if status != "ok" and (some or unread):
         diagnosis += f" ({'; '.join(part for part in (some, unread) if part)})"
+    if status == "no-progress" and too_small:
+        return status, diagnosis
     if status != "ok":
         grew = not meta.get("diverged") and math.isfinite(start) and (status != "no-progress" or end > start)  # (a
         # run that failed without a NaN: not a metric NaN from its start, helper 178, the metric and not the run, nor
