@@ -883,7 +883,7 @@ def test_run_s_figure_is_titled_with_the_setting_as_a_comparison_s(tmp_path, mon
     assert cli.main(["run", "--topology", "exponential", "--n", "8", "--algorithm", "dsgd", "--iterations", "20",
                      "--loss", "0.1", "--repeats", "2", "--total", "1600", "--no-progress",
                      "--out", str(tmp_path / "a")]) == 0
-    assert titles == ["directed exponential (n = 8, in-degree weights), nonconvex logistic regression (d = 10), 0.1 of "
+    assert titles == ["directed exponential (n = 8, in-degree weights), nonconvex logistic regression (d = 10), 10% of "
                       "messages lost, 2 repetitions"]
 
 
