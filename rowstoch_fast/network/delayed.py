@@ -240,9 +240,10 @@ class Delayed(_Messages):
     def options_words(cls, ns):
         if ns.max_delay is None:
             return None
+        unit = "iteration" if ns.max_delay == 1 else "iterations"  # (the unit said: "delays up to 3" of what)
         if ns.delay == "fixed":  # (every message exactly max_delay iterations late: "up to" would misname it)
-            return f"fixed delays of {ns.max_delay}"
-        return f"{ns.delay} delays up to {ns.max_delay}"
+            return f"fixed delays of {ns.max_delay} {unit}"
+        return f"{ns.delay} delays of 0-{ns.max_delay} {unit}"
 
     @classmethod
     def options_record(cls, ns):
