@@ -5209,8 +5209,8 @@ def test_one_repetition_ranks_nothing_and_the_network_draws_are_said(tmp_path, c
     assert main(args + ["--repeats", "2", "--max-delay", "2", "--delay", "fixed", "--out", str(tmp_path / "f")]) == 0
     fixed = (tmp_path / "f" / "summary.tex").read_text()
     assert "own draw" not in fixed  # (fixed delays draw nothing)
-    assert "fixed delays of 2 iterations" in fixed and "up to 2" not in fixed  # (helper 153: "fixed delays up to 3" misnamed
-    # a delay every message takes)
+    assert "fixed delays of 2 iterations" in fixed and "up to 2" not in fixed  # (helper 153: "fixed delays up to
+    # 3" misnamed a delay every message takes)
     assert main(args + ["--repeats", "2", "--activation", "cyclic", "--period", "1", "--out", str(tmp_path / "c")]) == 0
     assert "own draw" not in (tmp_path / "c" / "summary.tex").read_text()  # (nor a cyclic schedule)
     assert main(args + ["--repeats", "2", "--compress", "qsgd", "--bits", "4", "--out", str(tmp_path / "q")]) == 0
