@@ -441,8 +441,9 @@ class Optimizer(AskTell, FailureHandling, Persistence):
         tiny = float(np.finfo(dtype).tiny)
         smallest = float(np.min(lr))
         if smallest < tiny:
-            raise ValueError(f"lr = {smallest!r} is below {np.dtype(dtype).name}'s smallest normal number ({tiny:.3g}): "
-                             f"its iterates would take it as 0 or lose its digits; use a larger lr or float64")
+            raise ValueError(f"lr = {smallest!r} is below {np.dtype(dtype).name}'s smallest normal number "
+                             f"({tiny:.3g}): its iterates would take it as 0 or lose its digits; use a larger lr or "
+                             "float64")
         if np.ndim(lr) != 3:
             return
         if len(shape) != 3:
