@@ -85,6 +85,8 @@ def test_asking_twice_returns_the_same_points_and_tell_needs_an_ask():
     with pytest.raises(TypeError, match="real numeric"):
         opt.tell(np.full((10, 3), "a"))
     opt.tell(grad(X))  # the points stay asked after the refused ones
+    with pytest.raises(RuntimeError, match=r"needs gradients at new points .* no ask\(\) has handed out yet"):
+        opt.tell(grad(X))  # (helper 196: taken as the gradients at x1, which no ask() had handed out)
     assert opt.iteration == 0 and opt.ask() is not X  # (x0's gradients in; the first step asks at x1)
     opt.tell(grad(opt.ask()))
     assert opt.iteration == 1

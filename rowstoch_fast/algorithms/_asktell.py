@@ -118,6 +118,7 @@ class AskTell:
         """
         points = self._asked_points()
         if points is not None:
+            self._unseen = False  # (handed out: tell may take gradients at them)
             return points
         if self.gradients != "batch":
             what = "a per-sample oracle" if self.gradients == "samples" else "an oracle of local prox(V, step)"
@@ -167,6 +168,12 @@ class AskTell:
         if asked is None:
             raise RuntimeError(f"{type(self).__name__}.tell(G) without a pending ask(): call X = opt.ask(), "
                                "compute the gradients G at X, then opt.tell(G)")
+        if self.__dict__.get("_unseen") and asked[1] == self._state_token():  # (a second tell after the first
+            # step's gradients at x0 was taken as the gradients at x1, which no ask() had handed out: two workers
+            # sharing an optimizer lost a step without a word, helper 196)
+            raise RuntimeError(f"{type(self).__name__}.tell(G): the step needs gradients at new points (a method "
+                               "that starts from the gradients at x0 asks twice, at x0 and at x1) that no ask() has "
+                               "handed out yet: call X = opt.ask() for them, then opt.tell(G) with the gradients at X")
         if asked[1] != self._state_token():
             self.cancel()
             raise RuntimeError(f"{type(self).__name__}.tell(G): the optimizer changed since ask() (stepped, x set or "
@@ -175,13 +182,15 @@ class AskTell:
         self._asked = None
         try:
             self.step(_Probe(G, self))
-        except _Asked as stop:  # (a second gradient in the same step: asked now)
+        except _Asked as stop:  # (a second gradient in the same step: asked now, handed out by the next ask())
             self._asked = (stop.points, self._state_token())
+            self._unseen = True
 
     def cancel(self):
         """Drop the points :meth:`ask` is waiting for gradients at (:meth:`ask` computes them again; a rate
         assigned since applies now). Nothing to do when none are asked. ``close()`` is the same."""
         self._asked = None
+        self._unseen = False
         lr = self.__dict__.pop("_lr_next", None)
         if lr is not None:
             self._settle()
