@@ -672,8 +672,24 @@ def _extra_metrics(extra, opt, objective, oracle, X):
     first = int(getattr(oracle, "rep_offset", 0))
     states = [MetricState(x=X[r], x_bar=x_bar[r], rep=first + r, algorithm=opt, replica=r, **head)
               for r in range(X.shape[0])]
+    before = _untouched(opt)
+    out = {}
     with np.errstate(over="ignore", invalid="ignore"):
-        return {m.name: np.array([m.measure(state) for state in states], dtype=np.float64) for m in extra}
+        for m in extra:
+            out[m.name] = np.array([m.measure(state) for state in states], dtype=np.float64)
+            if _untouched(opt) != before:  # (a metric that stepped the optimizer, or set its lr or x: the run went
+                # on from there, "done", its records every other iteration, helper 196)
+                raise RuntimeError(f"metric {m.name!r} changed the optimizer it was given (stepped it, or set its lr, "
+                                   "x or state): a metric reads state.algorithm, never changes it; copy what it "
+                                   "needs (e.g. state.algorithm.state_dict()) and work on the copy")
+    return out
+
+
+def _untouched(opt):
+    """What a metric must leave as it found it: the optimizer's iteration and state (its ask/tell token: ``x`` set,
+    a resume) and its hyperparameters (each by identity: an assignment makes a new one)."""
+    token = opt._state_token() if hasattr(opt, "_state_token") else (getattr(opt, "iteration", None),)
+    return token, tuple((k, id(v)) for k, v in getattr(opt, "_hyper", {}).items())
 
 
 def _where_finite(fn, P, dtype=np.float64):

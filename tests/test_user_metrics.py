@@ -733,3 +733,32 @@ def test_a_ranked_metric_that_is_never_finite_is_said_to_be_the_metrics_doing(lo
     diagnosis = table["diagnosis"].iloc[0]
     assert "its metric is not finite from the start" in diagnosis and "the metric, not the run" in diagnosis, \
         diagnosis
+
+
+@pytest.mark.parametrize("meddle", ["step", "lr", "x"])
+def test_a_metric_that_changes_the_optimizer_is_refused_naming_it(meddle):
+    """Helper 196: a metric that stepped the optimizer made a run of 10 iterations record at 1, 3, 5, ... 11, "done";
+    one that set lr = 0.5 ran on at it while the run's meta said 0.1. A metric reads the state and changes nothing;
+    one that reads the optimizer (its x, lr, state_dict) is fine."""
+    A, f = topology.exponential(8), Quadratic.random(8, 3, seed=1)
+
+    def meddler(state):
+        opt = state.algorithm
+        if meddle == "step":
+            opt.step(lambda X: X * 0)
+        elif meddle == "lr":
+            opt.lr = 0.5
+        else:
+            opt.x = np.asarray(opt.x) + 1.0
+        return 0.0
+
+    with pytest.raises(RuntimeError, match="metric 'meddler' changed the optimizer it was given"):
+        run(Algorithm(A, lr=0.1, method="dgd" if meddle == "x" else "pull-diag-gt"), f, 10, progress=False,
+            metrics=["grad_norm", meddler])
+
+    def reader(state):
+        opt = state.algorithm
+        return float(np.sum(opt.x)) + float(opt.lr) + len(opt.state_dict())
+
+    h = run(Algorithm(A, lr=0.1), f, 10, progress=False, metrics=["grad_norm", reader])
+    assert h.status == "done" and h.frame["iteration"].tolist() == list(range(11))
