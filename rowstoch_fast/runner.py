@@ -728,15 +728,18 @@ def build_replicas(algorithm, objective, repeats, x0=None):
     first."""
     dtype = precision_of(algorithm.A)  # (a method without a matrix takes x0's: the federated ones ran a float32
     # network in float64, given objective.x0()'s float64 start, beside the others in float32)
-    if x0 is not None:  # (a wrong shape was refused later, inside the objective, as "X must have shape")
-        kind = np.asarray(x0).dtype.kind
-        if kind not in "fiu":  # (complex: its imaginary part had been dropped, with NumPy's warning only)
-            raise TypeError(f"x0 must be a real array, got dtype {np.asarray(x0).dtype}")
-        x0, n, d = np.asarray(x0, dtype=dtype), algorithm.A.n, getattr(objective, "d", None)
-        if not ((x0.ndim == 1 or (x0.ndim == 2 and x0.shape[0] == n)) and (d is None or x0.shape[-1] == d)):
-            raise ValueError(f"x0 must have shape (d,) or (n, d) = ({n}, {d if d is not None else 'd'}), got "
-                             f"{x0.shape}")
-    x0 = np.asarray(objective.x0(), dtype=dtype) if x0 is None else x0
+    name = "x0"
+    if x0 is None:  # (an objective of the user's whose x0() has another length than its d had run a problem of
+        # that size, recorded without the metrics that would have refused it, helper 196)
+        x0, name = objective.x0(), f"{type(objective).__name__}.x0()"
+    # (a wrong shape was refused later, inside the objective, as "X must have shape")
+    kind = np.asarray(x0).dtype.kind
+    if kind not in "fiu":  # (complex: its imaginary part had been dropped, with NumPy's warning only)
+        raise TypeError(f"{name} must be a real array, got dtype {np.asarray(x0).dtype}")
+    x0, n, d = np.asarray(x0, dtype=dtype), algorithm.A.n, getattr(objective, "d", None)
+    if not ((x0.ndim == 1 or (x0.ndim == 2 and x0.shape[0] == n)) and (d is None or x0.shape[-1] == d)):
+        raise ValueError(f"{name} must have shape (d,) or (n, d) = ({n}, {d if d is not None else 'd'}), got "
+                         f"{x0.shape}")
     if x0.ndim == 1:
         x0 = np.broadcast_to(x0, (algorithm.A.n, x0.shape[0]))
     if repeats > 1 or np.ndim(algorithm.lr) == 3:  # (one rate per replica: replicas even of one)

@@ -937,6 +937,15 @@ def test_an_embedders_mistakes_are_named_by_their_arguments(tmp_path):
     with pytest.raises(ValueError, match=r"x0 must have shape \(d,\) or \(n, d\) = \(8, 3\), got \(8, 2\)"):
         run(rf.Algorithm(topology.exponential(8), lr=1e-3), f, 5, x0=np.zeros((8, 2)), progress=False)
 
+    class Longer(objectives.Quadratic):  # (helper 196: an x0() of another length than d ran a 5-D problem, unsaid)
+        def x0(self, seed=42, scale=0.01):
+            return np.zeros(5)
+
+    g = objectives.Quadratic.random(n=8, d=3, seed=0)
+    g.__class__ = Longer
+    with pytest.raises(ValueError, match=r"^Longer.x0\(\) must have shape \(d,\) or \(n, d\) = \(8, 3\), got \(5,\)"):
+        run(rf.Algorithm(topology.exponential(8), lr=1e-3), g, 5, progress=False, metrics=["loss", "consensus_error"])
+
 
 @pytest.mark.parametrize("args", [("compare", "--config", ""), ("compare", "--resume", ""), ("compare", "--lr", ""),
                                   ("run", "--checkpoint", ""), ("run", "--matrix="), ("metrics", "--data-file", ""),
