@@ -1921,3 +1921,23 @@ def test_helper_185s_report_inputs_are_named():
     with pytest.raises(ValueError, match=r"finals\['a'\] holds inf: only finite final values rank"):
         cmp.ranks({"a": np.array([np.inf, 1.0]), "b": np.array([3.0, 4.0])})
     assert isinstance(frame, pd.DataFrame)
+
+
+def test_an_optimizer_s_iteration_is_read_only_and_check_finite_is_checked_where_assigned():
+    """Helper 196: ``opt.iteration = 50`` was taken (a Pull-Diag tracker went on from A^50's diagonal with the models
+    of iteration 0; -7 failed later as "t must be >= 0"), and ``opt.check_finite = 'no'`` too (truthy: still
+    checking, and the state_dict it saved was refused on load)."""
+    opt = PullDiagGT(topology.exponential(8), np.zeros((8, 1)), lr=0.1)
+    opt.step(lambda X: X - 1.0)
+    with pytest.raises(AttributeError, match=r"PullDiagGT.iteration is read-only: .* from_state_dict"):
+        opt.iteration = 50
+    assert opt.iteration == 1
+    with pytest.raises(TypeError, match="check_finite"):
+        opt.check_finite = "no"
+    assert opt.check_finite is True
+    opt.check_finite = False
+    for _ in range(2):  # (unchecked now: no DivergenceError; the NaN gradients reach x at the second step)
+        opt.step(lambda X: np.full_like(X, np.nan))
+    assert opt.iteration == 3 and np.isnan(opt.x).all()
+    again = PullDiagGT.from_state_dict(opt.state_dict())
+    assert again.iteration == 3 and again.check_finite is False

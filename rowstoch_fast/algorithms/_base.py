@@ -356,6 +356,30 @@ class Optimizer(AskTell, FailureHandling, Persistence):
     rounds = _Fixed(1)
     lr = _StepSize()
 
+    @property
+    def iteration(self):
+        """The number of steps made (read-only: ``opt.iteration = 50`` had been taken, and a Pull-Diag tracker went
+        on from ``A^50``'s diagonal with models of iteration 0; helper 196)."""
+        return self._iteration
+
+    @iteration.setter
+    def iteration(self, value):
+        raise AttributeError(f"{type(self).__name__}.iteration is read-only: it counts the steps made (to go on from "
+                             "iteration k, load a state_dict() saved there with from_state_dict)")
+
+    @property
+    def check_finite(self):
+        """Whether a NaN/Inf in a step raises :class:`~rowstoch_fast.DivergenceError` (True or False; assigning
+        it is checked, as the constructor checks it, and reaches the backend's check)."""
+        return self._check_finite
+
+    @check_finite.setter
+    def check_finite(self, value):
+        self._check_finite = check_bool(value, "check_finite")  # ('no' had been taken: truthy, still checking)
+        ops = self.__dict__.get("_ops")
+        if ops is not None:  # (the GPU's deferred check had kept the constructor's value)
+            ops.checking = self._check_finite
+
     def __init_subclass__(cls, **kwargs):
         super().__init_subclass__(**kwargs)
         if cls.__dict__.get("name"):
@@ -371,7 +395,7 @@ class Optimizer(AskTell, FailureHandling, Persistence):
         """Validate (agreed on by every MPI rank), attach the backend, allocate, load ``x0``."""
         options = {k: v for k, v in (("comm", comm), ("partition", partition)) if v is not None}
         self._ops = ops = backends.create(backend, x0, **options)
-        self.check_finite = check_bool(check_finite, "check_finite")
+        self.check_finite = check_finite
         if ops.xp is np and backends.one_process(backend):  # (under MPI a rank holds its share, and a check of
             # one rank alone would leave the others waiting in the validation's collective)
             self._check_start_memory(x0, matrices)
@@ -390,7 +414,7 @@ class Optimizer(AskTell, FailureHandling, Persistence):
         self._lr_columns = {}  # scale -> the per-replica rates as columns (_lr_coef)
         self._allocate(tuple(x0.shape))
         self._cur[self.model][...] = self._rows(x0)
-        self.iteration = 0
+        self._iteration = 0
         self._initialized = False
         self._journal = []  # deferred NaN/Inf checks not read yet (see the module's docstring)
         self._calls = self._calls_before = {}  # (the oracle calls so far; before: at the start of the step)
@@ -1128,7 +1152,7 @@ class Optimizer(AskTell, FailureHandling, Persistence):
             self._advance(grad_fn, self._cur, nxt, t)
             following = self._following(nxt)
             # Commit in one statement with no calls (no signal can land half-way).
-            self._cur, self._nxt, self.iteration = nxt, following, t + 1
+            self._cur, self._nxt, self._iteration = nxt, following, t + 1
         except BaseException:
             if self.iteration == t:  # (not committed: its calls are not counted)
                 self._calls = before

@@ -337,7 +337,7 @@ class FailureHandling:
             return
         for launch, iteration, cur, nxt, calls, error in journal:
             if launch == failed:
-                self._cur, self._nxt, self.iteration, self._calls = cur, nxt, iteration, dict(calls)
+                self._cur, self._nxt, self._iteration, self._calls = cur, nxt, iteration, dict(calls)
                 raise error()
         raise RuntimeError(f"internal error: launch {failed} failed its NaN/Inf check but was not journaled")
 

@@ -258,7 +258,7 @@ class Persistence:
         iteration = np.asarray(state["iteration"])
         if iteration.ndim or iteration.dtype.kind not in "iu" or int(iteration) < 0:
             raise ValueError(f"state['iteration'] must be an integer >= 0, got {iteration.tolist()!r}")
-        opt.iteration = int(iteration)
+        opt._iteration = int(iteration)
         opt._initialized = bool(state.get("initialized", True))
         if opt.iteration and not opt._initialized:  # (the first step initializes: a damaged state)
             raise ValueError(f"state['initialized'] is False at iteration {opt.iteration}: an optimizer is "
