@@ -114,8 +114,12 @@ def _threads_as_said():
     if value.isdigit() and int(value) > threads and _core.build_info()["openmp"]:
         import warnings
 
-        warnings.warn(f"OMP_NUM_THREADS={value} is more threads than the kernels run: they use {threads} (at most 4 "
-                      "per processor, at least 64)", RuntimeWarning, stacklevel=3)
+        cap = max(64, 4 * (_os.cpu_count() or 1))
+        why = "at most 4 per processor, at least 64" if threads >= cap else \
+            "OpenMP's default, one per core: it did not take that value"  # (a count past 2^64 it cannot read had
+        # been said "they use 2 (at most 4 per processor, at least 64)", helper 196)
+        warnings.warn(f"OMP_NUM_THREADS={value} is more threads than the kernels run: they use {threads} ({why})",
+                      RuntimeWarning, stacklevel=3)
 
 
 #: Whether this process was forked (``os.fork``, multiprocessing's "fork" start method) from one whose kernels

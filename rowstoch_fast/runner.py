@@ -475,8 +475,8 @@ class History:
 
     def save(self, folder, title=None, label=None):
         """Write what ``rowstoch run`` writes into ``folder`` (:attr:`FILES`): history.csv (the summary),
-        history.json (everything) and, with matplotlib, grad_norm.png (``title`` over it, ``label`` in its legend).
-        Returns the names written."""
+        history.json (everything) and, with matplotlib and where the run recorded the gradient norm, grad_norm.png
+        (``title`` over it, ``label`` in its legend). Returns the names written."""
         from .report import axes_for, pyplot
 
         table, document, figure = self.FILES
@@ -492,6 +492,10 @@ class History:
             try:
                 pyplot()  # (a notebook's backend is left as it is: Agg only where pyplot was not imported)
             except ImportError:
+                return written
+            recorded = self.meta.get("recorded")
+            if recorded is not None and "grad_norm" not in recorded:  # (the figure is of the gradient norm: a run
+                # that chose other metrics had its CSV and JSON written, then raised "did not record 'grad_norm'")
                 return written
             with axes_for(None, (5, 3.5), os.path.join(folder, figure), dpi=120) as ax:
                 self.plot("grad_norm", ax=ax, label=label)
@@ -1019,8 +1023,8 @@ def config_mismatch(saved, current, prefix=""):
             found = config_mismatch(a, b, prefix + key + ".")
             if found:
                 return found
-        elif a != b:
-            return prefix + key, a, b
+        elif a != b and not (isinstance(a, float) and isinstance(b, float) and math.isnan(a) and math.isnan(b)):
+            return prefix + key, a, b  # (a NaN is its own: "made with a = nan but this run has a = nan", helper 196)
     return None
 
 

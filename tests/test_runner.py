@@ -1066,6 +1066,20 @@ def test_history_save_makes_its_folder_and_leaves_the_backend_alone(problem, tmp
     finally:
         plt.switch_backend(before)
     assert sorted(written) == sorted(h.FILES) and all((tmp_path / "new" / "run1" / f).is_file() for f in written)
+    chosen = run(algo(), problem, 10, progress=False, metrics=["loss"])  # (helper 196: its CSV and JSON written,
+    # then "this run did not record 'grad_norm'" for the figure)
+    assert chosen.save(tmp_path / "loss") == ["history.csv", "history.json"]
+
+
+def test_a_config_entry_of_nan_matches_itself_on_resume(problem, tmp_path):
+    """Helper 196: run(config={"a": nan}) resumed with the same config was refused: "made with a = nan but this run
+    has a = nan"."""
+    ck = tmp_path / "ck.npz"
+    run(algo(), problem, 10, progress=False, checkpoint=str(ck), config={"a": float("nan")})
+    h = run(algo(), problem, 20, progress=False, checkpoint=str(ck), resume=str(ck), config={"a": float("nan")})
+    assert h.frame["iteration"].max() == 20
+    with pytest.raises(ValueError, match="made with a = nan but this run has a = 1.0"):
+        run(algo(), problem, 30, progress=False, checkpoint=str(ck), resume=str(ck), config={"a": 1.0})
 
 
 def test_a_signal_while_history_save_writes_waits_until_its_files_are_whole(problem, tmp_path, monkeypatch):
