@@ -962,6 +962,39 @@ def test_where_no_rate_of_the_grid_is_stable_the_tuner_searches_where_the_failur
     assert stages[1] == ("search", [pytest.approx(10 ** -1.75, rel=1e-5)]) and 0.015 <= lr <= 0.02
 
 
+def test_a_climb_short_of_the_tenfold_that_ends_far_below_the_steady_rates_is_kept():
+    """Helper 195: under noise on the messages the exact methods' error falls to its lowest level early and then
+    grows with the noise it gathers, at every rate, the larger ones ending lower; the stability rule (a twofold
+    climb) kept only the rates too small to have reached their lowest level within the budget: EXTRA, NIDS, LED and
+    the proximal ones 460-8,300x above a sweep's best ``ok`` rate. Here EXTRA on a 4x4 torus under noise 1e-3 chose
+    0.0316 (5.3e-3 after 400 rounds) where 0.316 ends at 5.6e-5, both ``ok``. A rate whose streams differ that
+    climbs less than tenfold is kept where it ends tenfold below every rate that does not climb."""
+    from rowstoch_fast.network import Noisy
+
+    W = topology.torus(4, 4)
+    f = LeastSquares.synthetic(16, d=10, seed=3, heterogeneity=2.0)
+    frame = cmp.compare(Noisy(W, 1e-3, seed=1), f, ["extra"], 400, repeats=2, progress=False)
+    record = frame.attrs["tuning"]["extra"]
+    assert record["chosen"] > 0.1 and frame.attrs["status"]["extra"] == "ok", record["chosen"]
+    assert re.fullmatch(r"climbed [\d.]+x above its lowest level but ends [\d.]+x below every rate that does not "
+                        r"climb", record["kept_climbing"][record["chosen"]])
+    assert frame[frame["iteration"] == frame["iteration"].max()]["suboptimality"].mean() < 1e-4
+
+    def kept(end, steady=1e-3):  # (one climbing rate, ending at end; one steady rate, at steady)
+        entry = {"scores": {0.1: math.inf}, "rejected": {0.1: "unstable (ends 4x above its minimum, at iteration 9)"},
+                 "curves": {0.1: [1.0, end]}}
+        scores, record = {0.01: steady, 0.1: math.inf}, {}
+        tuning._keep_far_below({0.1: (entry, entry["rejected"][0.1])}, scores, {0.1: end}, record,
+                               lambda lr, curve: None)
+        return scores[0.1], entry["rejected"], record.get("kept_climbing")
+
+    assert kept(5e-5) == (5e-5, {}, {0.1: "climbed 4x above its lowest level but ends 20x below every rate that "
+                                          "does not climb"})
+    assert kept(5e-4)[0] == math.inf  # (2x below the steady rate: the climb decides, as before)
+    assert tuning._short_climb(np.arange(24.0), np.r_[1.0, np.geomspace(1e-3, 5e-3, 23)])
+    assert not tuning._short_climb(np.arange(24.0), np.r_[1.0, np.geomspace(1e-3, 5e-2, 23)])  # (fiftyfold)
+
+
 def test_a_failure_says_which_way_the_rates_that_work_lie():
     """Progress first, then a failure: a dip. Otherwise too large where it diverged or ended above its start by
     more than the noise of a rate that moves nothing (UNMOVED: a blow-up the iterates' cap has not reached is
