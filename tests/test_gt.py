@@ -203,6 +203,11 @@ def test_grad_fn_shape_and_type_errors():
         opt.step(lambda X: np.zeros(4))
     with pytest.raises(TypeError, match="real numeric"):
         opt.step(lambda X: np.full((4, 2), "a"))
+    # (helper 196: a str or a generator read "grad_fn returned shape ()")
+    with pytest.raises(TypeError, match=r"grad_fn must return a real numeric array, got a str \(dtype <U3\)"):
+        opt.step(lambda X: "abc")
+    with pytest.raises(TypeError, match=r"got a generator \(dtype object\)"):
+        opt.step(lambda X: (v for v in X))
 
 
 def test_divergence_error_keeps_last_finite_state():

@@ -269,13 +269,15 @@ class FailureHandling:
             # "inhomogeneous shape" otherwise; a tuple of rows is an array; tell's G was refused by _check_told)
             raise TypeError(f"grad_fn returned a tuple of 2 (the gradients and a loss?); it must be the gradients "
                             f"alone, an array of shape {self._shape} (the shape of x)")
+        returned = type(G).__name__
         G = self._ops.user_array(G, "tell(G)'s G" if told else "the value grad_fn returns")
+        if G.dtype.kind not in "fiu":  # (before the shape: a str or a generator read "returned shape ()")
+            raise TypeError(("tell(G) needs" if told else "grad_fn must return") + " a real numeric array, got "
+                            + (f"dtype {G.dtype}" if returned in ("ndarray", "list", "tuple") else
+                               f"a {returned} (dtype {G.dtype})"))
         if tuple(G.shape) != self._shape:
             raise ValueError(("tell(G) got" if told else "grad_fn returned") + f" shape {tuple(G.shape)}, expected "
                              f"{self._shape} (the shape of x)")
-        if G.dtype.kind not in "fiu":
-            raise TypeError(("tell(G) needs" if told else "grad_fn must return") + " a real numeric array, got "
-                            f"dtype {G.dtype}")
         return G
 
     def _check_iterates(self, finite, t, *blocks):
