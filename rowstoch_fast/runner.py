@@ -1481,10 +1481,31 @@ def _set_up(algorithm, objective, iterations, repeats, x0, seed, first_repeat, r
         # (a resumed run whose record of this iteration was cut short by the interruption takes it now: its
         # records are those of an uninterrupted run)
         _record(opt, objective, oracle, rows, t0, metrics)
+        if resume is None:
+            _warn_unmeasured(objective, rows, metrics)
     if bar is not None:
         bar.n = bar.last_print_n = opt.iteration
         bar.set_description(meta["algorithm"], refresh=True)
     return opt, oracle, rows, t0, bar
+
+
+#: The metrics every objective defines at any finite point (the others: NaN where it has no optimum, no test data,
+#: or the method no tracker): NaN at the start is the objective's doing.
+_ALWAYS_DEFINED = ("grad_norm", "grad_norm_centroid", "grad_norm_mean", "loss")
+
+
+def _warn_unmeasured(objective, rows, metrics):
+    """A RuntimeWarning where the start's record (finite iterates: ``x0``, checked) holds NaN in a metric that every
+    objective defines there, in every repetition: an objective of the user's whose ``full_gradient`` (or ``loss``)
+    returns NaN had every record of the gradient norms NaN, the run "done", not a word (helper 196)."""
+    names = [m for m in _ALWAYS_DEFINED if m in metrics]
+    start = [r for r in rows if r[0] == 0]
+    nan = [m for m in names if start and all(math.isnan(r[4 + METRICS.index(m)]) for r in start)]
+    if nan:
+        source = "loss" if nan == ["loss"] else "full_gradient"
+        warnings.warn(f"{', '.join(nan)} {'is' if len(nan) == 1 else 'are'} NaN at the start (iteration 0, finite "
+                      f"iterates): {type(objective).__name__}.{source} returns NaN there, and every record of "
+                      f"{'it' if len(nan) == 1 else 'them'} will be NaN", RuntimeWarning, stacklevel=4)
 
 
 def _keep_on_failure(exc, opt, oracle, rows, meta, checkpoint, wall):

@@ -7,6 +7,7 @@ import math
 import pathlib
 import pickle
 import sys
+import warnings
 
 import numpy as np
 import pandas as pd
@@ -762,3 +763,24 @@ def test_a_metric_that_changes_the_optimizer_is_refused_naming_it(meddle):
 
     h = run(Algorithm(A, lr=0.1), f, 10, progress=False, metrics=["grad_norm", reader])
     assert h.status == "done" and h.frame["iteration"].tolist() == list(range(11))
+
+
+def test_a_gradient_norm_that_is_nan_at_the_start_is_warned_of():
+    """Helper 196: an objective of the user's whose full_gradient returns NaN (its stochastic gradients fine) had
+    every record of the gradient norms NaN, the run "done", not a word."""
+    class Broken(Quadratic):
+        def full_gradient(self, X, nodes=None):
+            return np.full(np.shape(X), np.nan)
+
+        def stochastic_gradient(self, X, iteration, **kw):
+            return np.asarray(X) - 1.0
+
+    f = Quadratic.random(8, 3, seed=1)
+    f.__class__ = Broken
+    with pytest.warns(RuntimeWarning, match=r"grad_norm.* NaN at the start \(iteration 0, finite iterates\): "
+                                            r"Broken.full_gradient returns NaN there"):
+        h = run(Algorithm(topology.exponential(8), lr=0.1), f, 5, progress=False)
+    assert h.status == "done" and h.frame["grad_norm"].isna().all()
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        run(Algorithm(topology.exponential(8), lr=0.1), Quadratic.random(8, 3, seed=1), 5, progress=False)
