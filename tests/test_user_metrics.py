@@ -501,6 +501,21 @@ def test_compare_in_processes_gets_the_metrics_of_a_file(logistic, tmp_path, mon
         cmp.compare(A, logistic, "dsgd,push-pull", 20, jobs=2, **{**kw, "metrics": [local]})
 
 
+def test_an_objective_of_an_interactive_session_is_refused_under_jobs_naming_it(monkeypatch):
+    """Helper 196: an objective whose class a notebook or `python -c` defines reached the workers, which could not
+    load it: "could not import the comparison's metric functions", naming the metrics."""
+    class Mine(Quadratic):
+        pass
+
+    Mine.__module__ = "__main__"
+    monkeypatch.delattr(sys.modules["__main__"], "__file__", raising=False)  # (an interactive session's)
+    f = Quadratic.random(8, 3, seed=1)
+    f.__class__ = Mine
+    with pytest.raises(ValueError, match=r"jobs > 1 runs the methods in worker processes, which cannot receive the "
+                                         r"objective \(its class 'Mine' is defined in an interactive session\)"):
+        cmp.compare(topology.exponential(8), f, "dsgd,dgd", 20, lr=0.1, repeats=1, jobs=2, progress=False)
+
+
 def test_a_file_s_metric_unpickles_in_a_process_that_never_loaded_it(tmp_path, monkeypatch):
     path = tmp_path / "other.py"
     path.write_text("import rowstoch_fast as rf\nrf.register_metric('const', lambda s: 2.0)\n"

@@ -159,10 +159,11 @@ def _work(path, threads, tasks, results, stop):
             plan = pickle.load(fh)
         results.put(("loaded", -1, os.getpid()))
     except Exception as exc:  # noqa: BLE001 - a metric function this process cannot import: said by the parent
-        results.put(("error", -1, RuntimeError(f"a worker process could not import the comparison's metric "
-                                               f"functions ({type(exc).__name__}: {exc}); define them at the top "
-                                               "level of a module (or of a file loaded by load_metrics_module, "
-                                               "--metrics-module), or run with jobs=1 (--jobs 1)")))
+        results.put(("error", -1, RuntimeError(f"a worker process could not load the comparison: its objective, "
+                                               f"network or metric functions ({type(exc).__name__}: {exc}); "
+                                               "define them at the top level of a module (or of a file loaded by "
+                                               "load_metrics_module, --metrics-module), or run with jobs=1 "
+                                               "(--jobs 1)")))
         return
     while not stop.is_set():
         try:
@@ -192,16 +193,28 @@ def _work(path, threads, tasks, results, stop):
 
 
 def _check_sendable(plan):
-    """A ValueError naming the first extra metric of ``plan`` that the worker processes could not receive: a
+    """A ValueError naming the objective or network layer of ``plan`` whose class an interactive session's
+    ``__main__`` defines, or the first extra metric that the worker processes could not receive: a
     function that cannot be pickled (a lambda, a closure), or one of an interactive session's ``__main__``
     (which a worker, a fresh interpreter, does not have)."""
     import sys
 
+    interactive = not getattr(sys.modules["__main__"], "__file__", None)
+    net = plan.network
+    layers = [net]
+    while hasattr(net, "base") and net.base is not net and len(layers) < 32:  # (a network's layers, outermost first)
+        net = net.base
+        layers.append(net)
+    for what, obj in (("objective", plan.objective), *(("network", layer) for layer in layers)):
+        if interactive and type(obj).__module__ == "__main__":  # (a worker could not import it: "could not import
+            # the comparison's metric functions" had named the metrics, helper 196)
+            raise ValueError(f"jobs > 1 runs the methods in worker processes, which cannot receive the {what} (its "
+                             f"class {type(obj).__name__!r} is defined in an interactive session); define the class "
+                             "at the top level of a module, or run with jobs=1")
     for m in plan.metrics:
         if isinstance(m, str):
             continue
-        main = getattr(m.fn, "__module__", None) == "__main__" and not getattr(sys.modules["__main__"], "__file__",
-                                                                                None)
+        main = getattr(m.fn, "__module__", None) == "__main__" and interactive
         try:
             if main:
                 raise pickle.PicklingError("it is defined in an interactive session")
