@@ -525,6 +525,9 @@ class Replicas:
         m = copy.deepcopy(self._base)
         with torch.no_grad():
             if node is not None:
+                if weights is not None:  # (one node's parameters: the weights of an average had been ignored)
+                    raise ValueError("module(node, weights=...): weights average the replicas, node takes one of "
+                                     "them: pass node=None with weights, or node alone")
                 node = check_int(node, "node", minimum=0)
                 if node >= self.n:
                     raise ValueError(f"node must be in 0..{self.n - 1}, got {node}")
@@ -791,9 +794,21 @@ def _optimizer_class():
             take one more step() than iterations)."""
             return self.inner.iteration
 
+        def _check_groups(self):
+            """A RuntimeError where ``param_groups`` no longer hold one group of ``replicas.params`` alone: a group
+            appended to the list was never stepped, and a group whose ``params`` were replaced left
+            ``replicas.params.grad`` uncleared by ``zero_grad()``, the gradients of the steps adding up (helper
+            196)."""
+            groups = self.param_groups
+            if len(groups) != 1 or len(groups[0]["params"]) != 1 or groups[0]["params"][0] is not self.replicas.params:
+                raise RuntimeError("DecentralizedOptimizer steps replicas.params alone: its param_groups must hold one "
+                                   "group whose params are [replicas.params] (a group was added, or its params "
+                                   "replaced); step other parameters with an optimizer of their own")
+
         def zero_grad(self, set_to_none=True):
             """Clear ``params.grad`` and the count of backward passes (and, where weights were set in the replicas
             before the first step, restart the optimizer from them)."""
+            self._check_groups()
             self._points_kept("zero_grad()")
             super().zero_grad(set_to_none=set_to_none)
             self._backwards = 0
@@ -806,6 +821,7 @@ def _optimizer_class():
             Returns the closure's loss when a ``closure`` (re-evaluating the
             loss and calling ``backward``) is given, as ``torch.optim`` does.
             """
+            self._check_groups()
             loss = None
             if closure is not None:
                 with torch.enable_grad():

@@ -112,6 +112,8 @@ def test_modules_averages_and_evaluation(linear_problem):
     w /= w.sum()
     avg = reps.module(weights=w)
     np.testing.assert_allclose(torch.cat([avg.weight.reshape(-1), avg.bias]).detach().numpy(), w @ P, rtol=1e-12)
+    with pytest.raises(ValueError, match=r"module\(node, weights=...\): weights average the replicas"):
+        reps.module(2, weights=w)  # (helper 196: node 2's parameters, the weights ignored)
     inputs, targets = torch.as_tensor(X.reshape(-1, X.shape[-1])), torch.as_tensor(y.reshape(-1))
     losses, acc = reps.evaluate(inputs, targets)
     assert losses.shape == acc.shape == (len(X),)
@@ -1029,6 +1031,20 @@ def test_the_torch_style_optimizer_refuses_a_stale_gradient_and_another_paramete
     with pytest.raises(TypeError, match="steps replicas.params alone"):
         opt.add_param_group({"params": [torch.nn.Parameter(torch.ones(3))], "lr": 1.0})
     assert len(opt.param_groups) == 1
+    # (helper 196: a group appended to the list was never stepped; params replaced, zero_grad() no longer cleared
+    # replicas.params.grad and the gradients of the steps added up)
+    opt.param_groups.append({"params": [torch.nn.Parameter(torch.ones(3))], "lr": 1.0})
+    with pytest.raises(RuntimeError, match=r"its param_groups must hold one group whose params are \[replicas.params\]"):
+        opt.zero_grad()
+    opt.param_groups.pop()
+    kept = opt.param_groups[0]["params"]
+    opt.param_groups[0]["params"] = [torch.nn.Parameter(torch.ones(3))]
+    with pytest.raises(RuntimeError, match="steps replicas.params alone"):
+        opt.step()
+    opt.param_groups[0]["params"] = kept
+    opt.zero_grad()
+    loss().backward()
+    opt.step()
 
 
 def test_a_checkpoint_of_the_torch_style_optimizer_holds_the_batch_norm_statistics():
