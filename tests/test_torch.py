@@ -1078,3 +1078,17 @@ def test_a_checkpoint_of_the_torch_style_optimizer_holds_the_batch_norm_statisti
     other = DecentralizedOptimizer(Replicas(torch.nn.Linear(4, 2).double(), n=4), "dsgd", A, lr=0.1)
     with pytest.raises(ValueError, match=r"state\['buffers'\] does not fit the replicas' buffers"):
         other.load_state_dict(first.state_dict())
+
+
+def test_a_torch_tensor_is_taken_as_an_algorithm_s_matrix_as_mixingmatrix_takes_it():
+    """Helper 196: ``PullDiagGT(torch.tensor(W), x0, lr)`` raised NumPy's "Cannot interpret 'torch.float64' as a
+    data type" from the memory check before the matrix's own conversion, which takes it (MixingMatrix does)."""
+    from rowstoch_fast import PullDiagGT
+
+    W = topology.exponential(8).toarray()
+    a = PullDiagGT(torch.tensor(W), np.zeros((8, 1)), lr=0.1)
+    b = PullDiagGT(W, np.zeros((8, 1)), lr=0.1)
+    for opt in (a, b):
+        for _ in range(3):
+            opt.step(lambda X: X - 1.0)
+    np.testing.assert_array_equal(a.x, b.x)
