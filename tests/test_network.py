@@ -1635,3 +1635,22 @@ def test_the_per_link_state_that_cannot_fit_is_refused_before_it_is_made(name, m
     A = topology.complete(200)
     with pytest.raises(MemoryError, match=r"per-link state \(40000 links x 2 x 50 values, .*MiB\) needs about"):
         REGISTRY[name].build(A, np.zeros((2, 200, 50)), 0.01)
+
+
+def test_a_network_of_the_user_s_that_is_neither_a_layer_nor_a_source_is_named():
+    """Helper 196: a Network subclass with n, matrix and map alone met "'Net' object has no attribute 'base'" in its
+    first step."""
+    from rowstoch_fast import PullDiagGT
+    from rowstoch_fast.network import Network
+
+    mats = [topology.exponential(8), topology.ring(8)]
+
+    class Net(Network):
+        n = 8
+
+        def matrix(self, t, r=0):
+            return mats[t % 2]
+
+    with pytest.raises(TypeError, match=r"Net is a Network that is neither a layer over another \(its base"):
+        opt = PullDiagGT(Net(), np.zeros((8, 1)), lr=0.05)
+        opt.step(lambda X: X - 1.0)

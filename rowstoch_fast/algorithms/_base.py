@@ -30,8 +30,8 @@ import numpy as np
 from .. import backends
 from .._checks import check_bool, check_int, check_step_size, fmt_bytes, nodes_first, precision_of, require_memory
 from ..mixing import as_matrix, MixingMatrix, off_sums
-from ..network import (Network, as_undirected, base_matrix, late, out_links, source_matrices, source_of,
-                       weights_of)
+from ..network import (Network, as_undirected, base_matrix, late, network_checked, out_links, source_matrices,
+                       source_of, weights_of)
 from ._asktell import AskTell
 from ._deferred import FailureHandling
 from ._deferred import GROWTH_LIMIT
@@ -103,6 +103,7 @@ def _as_matrix(M, name, owner):
         except ValueError as exc:
             raise ValueError(f"{owner}: {exc}") from None
     if isinstance(M, Network):
+        network_checked(M, name)  # (a user's subclass that is neither a layer nor a source: named, helper 196)
         if M.stochastic != kind:
             raise ValueError(f"{name} must be a {kind}-stochastic network, got a {M.stochastic}-stochastic one")
         return M if M.static is None else M.static  # a network that never changes runs as its matrix

@@ -42,7 +42,8 @@ from .base import (LAYERS, MAX_ACTIVATION_STEPS, MAX_CHAIN_STEPS, Network, advan
 from ._rounds import _mix_entries  # noqa: F401
 from .messages import _Messages, link_noise_block, own_and_messages  # noqa: F401
 from .queries import (as_undirected, base_matrix, draws, effects_of, fixed_links, late, links_of,  # noqa: F401
-                      losses_of, out_links, redrawn, reseeded, source_matrices, source_of, weights_of)
+                      losses_of, network_checked, out_links, redrawn, reseeded, source_matrices, source_of,
+                      weights_of)
 from .schedule import Schedule, one_peer_exponential  # noqa: F401
 
 # every module of this folder is a layer (or what they share): imported here, each layer registers itself

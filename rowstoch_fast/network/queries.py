@@ -15,18 +15,27 @@ from .base import Network
 from .messages import _Messages
 
 
-def _network(net, name="net"):
+def network_checked(net, name="net"):
     """``net`` if it is a MixingMatrix or a network, else a TypeError naming ``name`` (an array had met an
     AttributeError, or passed through as if it were a network)."""
     if not isinstance(net, (MixingMatrix, Network)):
         raise TypeError(f"{name} must be a MixingMatrix or a network (rowstoch_fast.network), got "
                         f"{type(net).__name__}")
+    layer, depth = net, 0
+    while isinstance(layer, Network) and layer.acts_on != "matrices" and depth < 64:
+        if not hasattr(layer, "base"):  # (a subclass of the user's with n, matrix and map alone had met "'Net'
+            # object has no attribute 'base'" in the first step, helper 196)
+            raise TypeError(f"{name}: {type(layer).__name__} is a Network that is neither a layer over another (its "
+                            "base: the network it wraps, as Lossy(A, 0.1).base is A) nor a source of matrices "
+                            "(acts_on = 'matrices' with its matrices, as Schedule); build it from those, or wrap "
+                            "a Schedule of its matrices")
+        layer, depth = layer.base, depth + 1
     return net
 
 
 def base_matrix(net):
     """The static matrix under a network's losses and sleep (a schedule's first one): its physical links."""
-    _network(net)
+    network_checked(net)
     while not isinstance(net, MixingMatrix):
         net = net.base if hasattr(net, "base") else net.matrix(0)
     return net
@@ -76,7 +85,7 @@ def source_of(net):
     """``(source, varying)``: the static matrix or the :class:`Schedule` under every layer of ``net`` (what its
     rounds are drawn from), and whether a layer that drops or gates links (``acts_on == "links"``: losses, sleep)
     is among its layers: the rounds an undirected method keeps symmetric."""
-    _network(net)
+    network_checked(net)
     varying = False
     while isinstance(net, Network) and net.acts_on != "matrices":
         varying |= net.acts_on == "links"
@@ -97,7 +106,7 @@ def fixed_links(M):
     :class:`Sleepy` over one or over those losses), under message layers (compression, noise, delays) or not.
     Schedules have not. Decided by what the layers declare, never by their types: a new layer is answered for
     as it declares."""
-    M = weights_of(_network(M, "M"))
+    M = weights_of(network_checked(M, "M"))
     return not isinstance(M, Network) or bool(M.reports_arrivals)
 
 
@@ -106,7 +115,7 @@ def as_undirected(net):
     schedule, under message layers or not) under the undirected rule (:meth:`Network.undirected`); a matrix,
     a schedule alone, message layers over a static matrix and a network already under the rule as they are.
     Raises the rule's ValueError where it cannot apply."""
-    if (not isinstance(_network(net), Network) or net.stochastic == "doubly"
+    if (not isinstance(network_checked(net), Network) or net.stochastic == "doubly"
             or isinstance(weights_of(net), MixingMatrix)):
         return net
     return net.undirected()
@@ -115,7 +124,7 @@ def as_undirected(net):
 def weights_of(net):
     """The network whose weights ``net`` applies: ``net`` without its message layers (compression, noise): what
     the diagonal trackers of the Pull-Diag methods follow (their messages travel uncompressed)."""
-    _network(net)
+    network_checked(net)
     return net.core() if isinstance(net, _Messages) else net
 
 
@@ -125,7 +134,7 @@ def links_of(net):
     losses, sleep and schedules): how the messages of a method that compresses them itself (CHOCO-SGD,
     Compressed Push-Pull: ``Q`` applied once, through :meth:`_Messages.encode`) reach their receivers. ``net``
     itself where it has no such layer; the stripped network is kept on ``net`` (one object per network)."""
-    if not isinstance(_network(net), _Messages):
+    if not isinstance(network_checked(net), _Messages):
         return net
     kept, layer, stripped = [], net, False
     while isinstance(layer, _Messages):
