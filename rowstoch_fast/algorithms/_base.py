@@ -1150,7 +1150,7 @@ class Optimizer(AskTell, FailureHandling, Persistence):
             self._check_samples(grad_fn)
         if not self._initialized:
             self._initialize_now(grad_fn)
-        t = self.iteration
+        t = self._iteration
         self._ops.t, self._ops.phase, self._ops.calls = self._network_time(t), "step", 0  # the time a varying network mixes
         # with (and a delayed network's histories, one per quantity mixed, told apart by call order)
         self._calls_before = before = self._calls.copy()  # (the oracle calls counted in place by this step)
@@ -1162,14 +1162,14 @@ class Optimizer(AskTell, FailureHandling, Persistence):
             # Commit in one statement with no calls (no signal can land half-way).
             self._cur, self._nxt, self._iteration = nxt, following, t + 1
         except BaseException:
-            if self.iteration == t:  # (not committed: its calls are not counted)
+            if self._iteration == t:  # (not committed: its calls are not counted)
                 self._calls = before
             self.__dict__.pop("_unchecked_gradient", None)  # (a gradient left to a check the step did not reach)
             raise
         self._count_sent(t)  # (traffic: what this step's senders sent; no-op where every node sends)
         if t >= 15 and not ((t + 1) & t and (t + 1) % 1024) and self.growth_limit:  # (iterations 16, 32, ...)
             self._check_growth()
-        if self._journal and self.iteration % self._ops.check_every == 0:
+        if self._journal and self._iteration % self._ops.check_every == 0:
             self._settle()
         return self
 

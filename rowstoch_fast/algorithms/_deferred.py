@@ -44,14 +44,14 @@ STRANDED_WEIGHT = 1e-3
 
 class FailureHandling:
     """The part of :class:`~rowstoch_fast.algorithms.Optimizer` that takes gradients and checks what a step made
-    (mixed into it; it reads ``self._ops``, ``self._cur``, ``self._nxt``, ``self._journal``, ``self.iteration``)."""
+    (mixed into it; it reads ``self._ops``, ``self._cur``, ``self._nxt``, ``self._journal``, ``self._iteration``)."""
 
     def _check_point(self, x_buf, iteration):
         """DivergenceError unless the point ``x_buf`` where gradients are about to be taken (iterate ``iteration``)
         is finite: a NaN or Inf made where no combine checks it (a compressed or noisy message of a huge model,
         a delayed history) is the run's divergence, not an error of ``grad_fn`` (an objective refuses a
         non-finite X). On the host only (a device's checks are deferred: its gradients carry the NaN to them)."""
-        if self.check_finite and self._ops.xp is np:
+        if self._check_finite and self._ops.xp is np:
             if self.__dict__.get("_verified") == (id(x_buf), iteration):  # (the step before checked this block last)
                 return
             self._verify(self._ops.is_finite(x_buf), lambda: self._iterate_error(iteration - 1, x_buf))
@@ -63,7 +63,7 @@ class FailureHandling:
         with "X must be finite"). None for any other error, for the start (``x0`` itself: the user's input, not a
         step's), and under MPI (the error is one rank's: the others raise theirs)."""
         bad = getattr(exc, "overflow", None)
-        if bad is None or not self.check_finite or iteration == 0 or not backends.one_process(self.backend):
+        if bad is None or not self._check_finite or iteration == 0 or not backends.one_process(self.backend):
             return None
         node = bad[-2] if len(bad) >= 2 else 0
         error = DivergenceError.overflow(iteration, node, exc.dtype, self._lr_text())
@@ -82,7 +82,7 @@ class FailureHandling:
             finite = self._ops.call(self._gradient_local, grad_fn, x_buf, out)
         except ValueError as exc:
             raise self._overflow_error(exc, iteration) or exc
-        if self.check_finite:
+        if self._check_finite:
             self._verify(finite, lambda: self._gradient_error(iteration, out))
 
     def _each_sample(self, oracle, x_buf, out_for, iteration, use=None):
@@ -140,8 +140,8 @@ class FailureHandling:
         iterates it blew up can overflow the gradient first: a least-squares gradient did, and the error had
         pointed at ``grad_fn``)."""
         node = self._ops.first_nonfinite(out)
-        return (self._starved_error(iteration, node, kept=self.iteration)
-                or DivergenceError.gradient(iteration, node, self.iteration))
+        return (self._starved_error(iteration, node, kept=self._iteration)
+                or DivergenceError.gradient(iteration, node, self._iteration))
 
     def _iterate_error(self, t, *blocks):
         """The DivergenceError of non-finite ``blocks`` made by step ``t``; for a push-sum method on a network that
@@ -229,15 +229,15 @@ class FailureHandling:
         scanned here (a pass over the gradients less, a tenth of a step), and where that check fails the
         gradients are scanned first, a non-finite one raising the gradient's DivergenceError as it did here."""
         self._check_point(x_buf, iteration)
-        later = self._ops.xp is np and (checked_next or not self.check_finite)  # (unchecked: no scan at all)
+        later = self._ops.xp is np and (checked_next or not self._check_finite)  # (unchecked: no scan at all)
         try:
             finite, block = self._ops.call(self._gradient_local_read, grad_fn, x_buf, work, later)
         except ValueError as exc:
             raise self._overflow_error(exc, iteration) or exc
         if finite is None:  # (left to the next check)
-            if self.check_finite:
+            if self._check_finite:
                 self._unchecked_gradient = (iteration, block)
-        elif self.check_finite:
+        elif self._check_finite:
             self._verify(finite, lambda: self._gradient_error(iteration, block))
         return block
 
@@ -283,7 +283,7 @@ class FailureHandling:
     def _check_iterates(self, finite, t, *blocks):
         """DivergenceError for iteration ``t + 1`` unless ``finite`` on every process (where it is not and the
         gradients that :meth:`_gradient_read` left to this check hold a NaN or Inf, their DivergenceError)."""
-        if self.check_finite:
+        if self._check_finite:
             pending = self.__dict__.pop("_unchecked_gradient", None)
             if pending is not None:
                 if self._ops.all_true(finite):  # (on the host: a flag, agreed by every process)
@@ -296,7 +296,7 @@ class FailureHandling:
         """Raise ``error()`` unless ``finite`` (on every process); a DEFERRED check is journaled for
         :meth:`_settle` with the state to roll back to."""
         if finite is backends.DEFERRED:
-            self._journal.append((self._ops.last_launch, self.iteration, self._cur, self._nxt, self._calls_before,
+            self._journal.append((self._ops.last_launch, self._iteration, self._cur, self._nxt, self._calls_before,
                                   error))
         elif not self._ops.all_true(finite):
             self._settle()  # a deferred check that failed earlier comes first
@@ -311,7 +311,7 @@ class FailureHandling:
         Read at iterations 16, 32, 64, ..., 1024 and every 1024th after (one pass over the model and, under MPI,
         one reduction: collective, as the iterations are the same on every rank)."""
         limit = self.growth_limit
-        t = self.iteration
+        t = self._iteration
         if not limit or self.__dict__.get("_growth_warned") or t < 16 or (t & (t - 1) and t % 1024):
             return  # (step calls it at those iterations only)
         self._settle()  # (a device's deferred NaN check first: a non-finite iterate is a DivergenceError)

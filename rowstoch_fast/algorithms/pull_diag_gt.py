@@ -208,7 +208,7 @@ class PullDiagGT(Optimizer):
         if self.form == "frost":
             return
         finite = ops.combine(cur["xw"], [1.0, self._lr_coef()], [cur["x"], cur["y"]])
-        if self.check_finite:
+        if self._check_finite:
             self._verify(finite, lambda: _initial_step_error(ops.first_nonfinite(cur["xw"])))
 
     def _advance(self, grad_fn, cur, nxt, t):
