@@ -1502,10 +1502,10 @@ def _warn_unmeasured(objective, rows, metrics):
     start = [r for r in rows if r[0] == 0]
     nan = [m for m in names if start and all(math.isnan(r[4 + METRICS.index(m)]) for r in start)]
     if nan:
-        source = "loss" if nan == ["loss"] else "full_gradient"
+        kinds = [k for k, there in (("loss", "loss" in nan), ("gradients", any(m != "loss" for m in nan))) if there]
         warnings.warn(f"{', '.join(nan)} {'is' if len(nan) == 1 else 'are'} NaN at the start (iteration 0, finite "
-                      f"iterates): {type(objective).__name__}.{source} returns NaN there, and every record of "
-                      f"{'it' if len(nan) == 1 else 'them'} will be NaN", RuntimeWarning, stacklevel=4)
+                      f"iterates): {type(objective).__name__}'s {' and '.join(kinds)} return NaN there, and every "
+                      f"record of {'it' if len(nan) == 1 else 'them'} will be NaN", RuntimeWarning, stacklevel=4)
 
 
 def _keep_on_failure(exc, opt, oracle, rows, meta, checkpoint, wall):

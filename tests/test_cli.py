@@ -858,13 +858,13 @@ def test_run_says_what_a_comparison_would_call_a_run_that_climbed_back_or_barely
     assert cli.main(["run", "--topology", "exponential", "--n", "16", "--algorithm", "pull-diag-gt", "--loss", "0.1",
                      "--iterations", "2000", "--no-progress", "--out", str(tmp_path / "a")]) == 0
     err = capsys.readouterr().err
-    assert re.search(r"rowstoch: note: `rowstoch compare` would call this run no-progress: grad_norm ended at "
+    assert re.search(r"rowstoch: note: by `rowstoch compare`'s rules, read on the gradient norm, this run is no-progress: grad_norm ended at "
                      r"0\.5\d*x its start \([\d.]+ -> [\d.]+\) at lr 0\.003125; it fell to 0\.1\d*x its start by "
                      r"iteration \d+, then climbed back; its tracker's D_t .* try a loss-robust method", err), err
     assert cli.main(["run", "--topology", "ring", "--n", "16", "--algorithm", "pull-diag-gt", "--lr", "1e-6",
                      "--iterations", "400", "--no-progress", "--out", str(tmp_path / "b")]) == 0
     err = capsys.readouterr().err
-    assert re.search(r"would call this run no-progress: grad_norm ended at 0\.9\d*x its start .* at lr 1e-06; still "
+    assert re.search(r"this run is no-progress: grad_norm ended at 0\.9\d*x its start .* at lr 1e-06; still "
                      r"falling at the end: a larger lr or a longer budget\n", err), err
     assert "tracker" not in err
     assert cli.main(["run", "--topology", "exponential", "--n", "16", "--algorithm", "dsgd", "--iterations", "300",

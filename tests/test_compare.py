@@ -991,6 +991,25 @@ def test_a_climb_short_of_the_tenfold_that_ends_far_below_the_steady_rates_is_ke
     assert kept(5e-5) == (5e-5, {}, {0.1: "climbed 4x above its lowest level but ends 20x below every rate that "
                                           "does not climb"})
     assert kept(5e-4)[0] == math.inf  # (2x below the steady rate: the climb decides, as before)
+    # read again after every stage: a steady rate found later within the tenfold rejects it again (helper 197: a
+    # refinement's 0.178 at 8e-5 beside a kept 0.316 at 5e-5; had the grid held 0.178, 0.178 was chosen)
+    entry = {"scores": {0.1: math.inf}, "rejected": {0.1: "unstable (ends 4x above its minimum, at iteration 9)"},
+             "curves": {0.1: [1.0, 5e-5]}}
+    climbing, scores, record = {0.1: (entry, entry["rejected"][0.1])}, {0.01: 1e-3, 0.1: math.inf}, {}
+    tuning._keep_far_below(climbing, scores, {0.1: 5e-5}, record, lambda lr, curve: None)
+    assert scores[0.1] == 5e-5 and 0.1 in record["kept_climbing"]
+    scores[0.05] = 8e-5  # (a later stage's steady rate)
+    tuning._keep_far_below(climbing, scores, {0.1: 5e-5}, record, lambda lr, curve: None)
+    assert scores[0.1] == math.inf and entry["rejected"][0.1].startswith("unstable") and "kept_climbing" not in record
+    # the retry of an evaluation that undid a kept rate goes to a steady one, and lr.json keeps the record
+    rec = {"kept_climbing": {0.316: "climbed"}, "stages": [{"scores": {0.01: 1e-3, 0.0316: 5e-4, 0.1: 1e-5,
+                                                                      0.316: 2e-6}}]}
+    rec["kept_climbing"][0.1] = "climbed"
+    assert verdict.next_stable(rec, 0.316) == 0.0316
+    saved = json.loads(json.dumps(cmp.outputs.json_tuning({"m": {**rec, "stages": []}})))["m"]
+    assert saved["kept_climbing"] == {"0.316": "climbed", "0.1": "climbed"}  # (as the stages' rates are written)
+    back = cmp.outputs.tuning_from_json(saved)
+    assert back["kept_climbing"] == {0.316: "climbed", 0.1: "climbed"}
     assert tuning._short_climb(np.arange(24.0), np.r_[1.0, np.geomspace(1e-3, 5e-3, 23)])
     assert not tuning._short_climb(np.arange(24.0), np.r_[1.0, np.geomspace(1e-3, 5e-2, 23)])  # (fiftyfold)
 
@@ -1686,6 +1705,10 @@ def test_a_given_rate_that_barely_moved_is_told_to_go_larger_not_sent_to_its_tra
     back = np.r_[slow[:5] * np.geomspace(1, 0.1, 5), 0.0336 * np.geomspace(1, 6, 16)]  # (fell, then climbed back)
     status, why = verdict.status_of(frame.assign(grad_norm=back), "grad_norm", {}, lr_source="given", **kw)
     assert "still falling" not in why and "tracker" in why, (status, why)
+    spiked = slow * np.r_[1.0, 100.0, np.linspace(30.0, 1.0, 19)] * np.r_[1.0, 1.0, np.ones(19)]  # (helper 197: up
+    # 100x first, then falling back to 0.9x: a rate too large, which "a larger lr" would have sent larger)
+    status, why = verdict.status_of(frame.assign(grad_norm=spiked), "grad_norm", {}, lr_source="given", **kw)
+    assert status == "no-progress" and "larger lr" not in why, why
 
 
 def test_next_stable_is_the_best_stable_rate_a_fifth_of_a_decade_below():

@@ -284,3 +284,18 @@ def test_two_layers_examples_cannot_share_a_label(monkeypatch):
     monkeypatch.setattr(Sleepy, "examples", classmethod(lambda cls, base: {"lossy": cls(base, 0.5)}))
     with pytest.raises(ValueError, match="Sleepy.examples labels 'lossy', which another layer's examples use"):
         network.examples(topology.ring(6))
+
+
+def test_the_network_model_in_words_says_its_units():
+    """Titles and captions: a loss rate in percent ("0.1 of messages lost" before), delays with their unit
+    ("uniform delays up to 3" of what), and no delays said for max_delay 0 (the base network, bit for bit; it read
+    "uniform delays of 0-0 iterations", helper 197)."""
+    from types import SimpleNamespace
+
+    from rowstoch_fast.network import Delayed, Lossy
+
+    assert Lossy.options_words(SimpleNamespace(loss=0.1, loss_model="bernoulli")) == "10% of messages lost"
+    assert Lossy.options_words(SimpleNamespace(loss=0.1234, loss_model="bernoulli")) == "12.34% of messages lost"
+    said = [Delayed.options_words(SimpleNamespace(max_delay=k, delay=kind))
+            for k, kind in ((3, "uniform"), (1, "fixed"), (0, "uniform"), (None, "uniform"))]
+    assert said == ["uniform delays of 0-3 iterations", "fixed delays of 1 iteration", None, None]

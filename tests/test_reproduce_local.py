@@ -216,3 +216,19 @@ def test_a_neural_runs_loss_that_is_no_longer_finite_counts_as_diverged():
     assert stats["diverged"] == 1 and stats["repeats"] == 2 and stats["train_loss"] == math.inf
     finite = _final_stats(pd.DataFrame([r for r in rows if r["repeat"] != 1]))
     assert finite["diverged"] == 0 and finite["repeats"] == 2 and math.isfinite(finite["train_loss"])
+
+
+def test_the_verdict_lines_take_the_verdict_s_head_alone():
+    """Helper 197: "inconclusive (one repeat: the spread over seeds is unknown)" had been cut at the colon inside
+    its parenthesis, half of it on the claim's line; the numbers every claim shares are said once."""
+    from rowstoch_fast.experiments._common import verdict_lines
+
+    lines = verdict_lines([{"claim": "a", "verdict": "inconclusive (one repeat: the spread over seeds is unknown)",
+                            "seed": 0, "x": 1.0},
+                           {"claim": "b", "verdict": "not decided: behind and still falling", "seed": 0, "x": 2.0},
+                           {"claim": "c", "verdict": "holds", "seed": 0, "x": 3.0}])
+    assert lines == ["the paper's claims on this run (seed 0):",
+                     "  inconclusive  a", "                (one repeat: the spread over seeds is unknown)",
+                     "                (x 1)",
+                     "  not decided   b", "                behind and still falling", "                (x 2)",
+                     "  holds         c", "                (x 3)"]

@@ -793,7 +793,7 @@ def test_a_gradient_norm_that_is_nan_at_the_start_is_warned_of():
     f = Quadratic.random(8, 3, seed=1)
     f.__class__ = Broken
     with pytest.warns(RuntimeWarning, match=r"grad_norm.* NaN at the start \(iteration 0, finite iterates\): "
-                                            r"Broken.full_gradient returns NaN there"):
+                                            r"Broken's gradients return NaN there"):
         h = run(Algorithm(topology.exponential(8), lr=0.1), f, 5, progress=False)
     assert h.status == "done" and h.frame["grad_norm"].isna().all()
     with warnings.catch_warnings():

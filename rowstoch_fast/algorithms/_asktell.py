@@ -130,6 +130,7 @@ class AskTell:
                 self.step(_Probe())
             except _Asked as stop:
                 self._asked = (stop.points, self._state_token())
+                self._unseen = False
                 return stop.points
         raise RuntimeError(f"{type(self).__name__}.step asked for no gradient twice running")
 

@@ -416,7 +416,8 @@ def _judged_notes(h, network, objective, method, rounds, tracker):
         status, diagnosis = judge_run(h, network, objective, method, rounds, tracker)
     except Exception:  # noqa: BLE001 - a diagnosis never fails a run that finished
         return []
-    return [] if status == "ok" else [f"`rowstoch compare` would call this run {status}: {diagnosis}"]
+    return [] if status == "ok" else [f"by `rowstoch compare`'s rules, read on the gradient norm, this run is "
+                                      f"{status}: {diagnosis}"]
 
 
 def _no_progress_notes(h, lossy=False, algorithm=None):

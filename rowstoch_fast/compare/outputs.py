@@ -360,6 +360,8 @@ def json_tuning(tuning):
     out = {}
     for label, record in tuning.items():
         out[label] = {**{k: v for k, v in record.items() if k != "stages"},
+                      **({"kept_climbing": {f"{lr:g}": why for lr, why in record["kept_climbing"].items()}}
+                         if record.get("kept_climbing") else {}),  # (its rates as the stages' keys are written)
                       "stages": [{"name": stage["name"],
                                   **({"replicas": stage["replicas"]} if "replicas" in stage else {}),
                                   "scores": {f"{lr:g}": (s if np.isfinite(s) else None)
@@ -381,6 +383,7 @@ def tuning_from_json(record):
         return math.nan if v is None else float(v)
 
     return {**{k: v for k, v in record.items() if k != "stages"},
+            **({"kept_climbing": rates(record["kept_climbing"])} if record.get("kept_climbing") else {}),
             "stages": [{"name": stage["name"], **({"replicas": stage["replicas"]} if "replicas" in stage else {}),
                         "scores": rates(stage.get("scores"), number),
                         "rejected": rates(stage.get("rejected")),

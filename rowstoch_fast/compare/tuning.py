@@ -1221,7 +1221,10 @@ def tune(network, objective, method, budget, metric, *, seed=0, backend="auto", 
             entry["scores"][lr], entry["ends"][lr], entry["curves"][lr] = score, end, [float(v) for v in mean]
             scores[lr], ends[lr] = score, end
             climbing.pop(lr, None)
-            record.get("kept_climbing", {}).pop(lr, None)  # (judged again: on more streams)
+            if lr in record.get("kept_climbing", {}):  # (judged again: on more streams)
+                del record["kept_climbing"][lr]
+                if not record["kept_climbing"]:
+                    del record["kept_climbing"]
             if why and why.startswith("unstable (ends") and not exact and _short_climb(iterations, typical,
                                                                                      at_rounding):
                 climbing[lr] = (entry, why)  # (its streams differ: kept where it ends far below the steady rates)
@@ -1263,27 +1266,33 @@ def _keep_far_below(climbing, scores, ends, record, arrived):
     """Where a rate rejected for a climb short of the tenfold on streams that differ (``climbing``: ``{lr: (the
     stage's entry, why)}``) ends :data:`CLIMB` times or more below every rate that does not climb, it is a candidate
     after all, scored by where it ends (``record["kept_climbing"]`` says why): its climb costs it less than it gains.
-    Under noise on the messages, the exact methods' (EXTRA, NIDS, LED, ...) error falls to its lowest level early
-    and then grows with the noise it gathers, at every rate, the larger ones ending lower: the stability rule kept
-    the rates too small to have reached their lowest level within the budget, 460-8,300x above the best (helper
-    195: EXTRA at 0.0133, 7.2e-3, where 0.316 ends at 1.3e-5; the evaluation calls both ``ok``). A climb of a rate
-    that ends near the steady ones is still rejected: there the climb decides (helper 188's MG-Pull-Diag-GT under
-    QSGD, 1.9x lower at the budget and ``unstable`` over twice it)."""
-    steady = [v for lr, v in scores.items() if math.isfinite(v) and lr not in record.get("kept_climbing", {})]
-    if not climbing or not steady:
-        return
-    bar = min(steady) / CLIMB
-    for lr, (entry, why) in list(climbing.items()):
+    Read again after every stage: a steady rate found later within the tenfold of a kept one rejects it again, as
+    it would have had the grid held it (helper 197). Under noise on the messages, the exact methods' (EXTRA, NIDS,
+    LED, ...) error falls to its lowest level early and then grows with the noise it gathers, at every rate, the
+    larger ones ending lower: the stability rule kept the rates too small to have reached their lowest level within
+    the budget, 460-8,300x above the best (helper 195: EXTRA at 0.0133, 7.2e-3, where 0.316 ends at 1.3e-5; the
+    evaluation calls both ``ok``). A climb of a rate that ends near the steady ones is still rejected: there the
+    climb decides (helper 188's MG-Pull-Diag-GT under QSGD, 1.9x lower at the budget and ``unstable`` over twice
+    it)."""
+    kept = record.setdefault("kept_climbing", {})
+    steady = [v for lr, v in scores.items() if math.isfinite(v) and lr not in kept]
+    bar = min(steady) / CLIMB if steady else -math.inf  # (no steady rate: no tuning by this rule)
+    for lr, (entry, why) in climbing.items():
         end = ends.get(lr, math.inf)
-        if math.isfinite(end) and end <= bar and entry["rejected"].get(lr) == why:
-            scores[lr] = entry["scores"][lr] = end
-            del entry["rejected"][lr]
+        if math.isfinite(end) and end <= bar:
+            if lr not in kept:
+                scores[lr] = entry["scores"][lr] = end
+                entry["rejected"].pop(lr, None)
+                arrived(lr, entry["curves"][lr])
             climb = why.split(" (ends ")[1].split("x")[0]
-            record.setdefault("kept_climbing", {})[lr] = (f"climbed {climb}x above its lowest level but ends "
-                                                          f"{min(steady) / end:.3g}x below every rate that does not "
-                                                          "climb")
-            arrived(lr, entry["curves"][lr])
-            del climbing[lr]
+            kept[lr] = (f"climbed {climb}x above its lowest level but ends {min(steady) / end:.3g}x below every rate "
+                        "that does not climb")
+        elif lr in kept:  # (a steady rate within its tenfold found since)
+            scores[lr] = entry["scores"][lr] = math.inf
+            entry["rejected"][lr] = why
+            del kept[lr]
+    if not kept:
+        del record["kept_climbing"]
 
 
 def noise(scores, finals):

@@ -140,9 +140,12 @@ def next_stable(record, lr):
     scores = {}
     for stage in (record or {}).get("stages", ()):
         scores.update(stage.get("scores") or {})
+    climbed = {float(r) for r in (record or {}).get("kept_climbing") or {}}  # (kept for ending far below the
+    # steady rates, climbing all the same: a retry goes to a steady one, helper 197)
     reach = lr * 1.000001 / RETRY_STEP  # (lr.json's rates are rounded to 6 digits: a resumed record's)
     with np.errstate(invalid="ignore"):
-        pool = {float(r): float(v) for r, v in scores.items() if np.isfinite(v) and float(r) <= reach}
+        pool = {float(r): float(v) for r, v in scores.items() if np.isfinite(v) and float(r) <= reach
+                and not any(abs(float(r) / c - 1) < 1e-5 for c in climbed)}
     return min(pool, key=lambda r: (pool[r], -r)) if pool else None
 
 
@@ -324,9 +327,10 @@ def status_of(frame, metric, meta, *, lr, lr_source, iterations, tuning=None, co
             if lr_source == "tuned" and tried and lr <= tried[0] and _still_falling(means):  # (at a noise floor
                 # a longer budget does not help: helper 145's FROST at 0.502x its start, said "too short")
                 diagnosis += "; the smallest rate tried: the budget may be too short for this method"
-            elif lr_source == "given" and low >= NO_PROGRESS * start and _still_falling(means):  # (a given rate
-                # too small: Pull-Diag-GT at lr 1e-6, 0.969x its start after 400 iterations, had been told of its
-                # tracker's scales and more gossip rounds)
+            elif lr_source == "given" and low >= NO_PROGRESS * start and float(means.max()) <= start \
+                    and _still_falling(means):  # (a given rate too small: Pull-Diag-GT at lr 1e-6, 0.969x its start
+                # after 400 iterations, had been told of its tracker's scales and more gossip rounds; one that went
+                # above its start first is not, helper 197)
                 diagnosis += "; still falling at the end: a larger lr or a longer budget"
                 too_small = True  # (the hints are of a method's failures, not of a rate too small)
         elif above := _repetitions_above_start(frame, metric, start):
@@ -358,7 +362,7 @@ def status_of(frame, metric, meta, *, lr, lr_source, iterations, tuning=None, co
     if status != "ok" and (some or unread):
         diagnosis += f" ({'; '.join(part for part in (some, unread) if part)})"
     if status == "no-progress" and too_small:
-        return status, diagnosis
+        return status, diagnosis + _effects_note(context, said=diagnosis)
     if status != "ok":
         grew = not meta.get("diverged") and math.isfinite(start) and (status != "no-progress" or end > start)  # (a
         # run that failed without a NaN: not a metric NaN from its start, helper 178, the metric and not the run, nor

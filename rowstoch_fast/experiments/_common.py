@@ -5,6 +5,7 @@ from __future__ import annotations
 import functools
 import math
 import os
+import re
 
 import numpy as np
 
@@ -123,7 +124,9 @@ def verdict_lines(rows):
     lines = ["the paper's claims on this run" + (f" ({', '.join(f'{k} {text(rows[0][k])}' for k in shared)})"
                                                  if shared else "") + ":"]
     for row in rows:
-        head, _, rest = str(row["verdict"]).partition(": ")
+        found = re.match(r"(holds|does not hold|inconclusive|not decided)\b:? ?(.*)", str(row["verdict"]), re.S)
+        head, rest = (found[1], found[2]) if found else (str(row["verdict"]), "")  # (the head alone: "inconclusive
+        # (one repeat: ...)" had been cut at the colon inside its parenthesis, helper 197)
         lines.append(f"  {head:<13} {row['claim']}")
         if rest:
             lines.append(f"  {'':<13} {rest}")

@@ -238,7 +238,7 @@ class Delayed(_Messages):
 
     @classmethod
     def options_words(cls, ns):
-        if ns.max_delay is None:
+        if not ns.max_delay:  # (0: the base network, bit for bit; "uniform delays of 0-0 iterations" had said it)
             return None
         unit = "iteration" if ns.max_delay == 1 else "iterations"  # (the unit said: "delays up to 3" of what)
         if ns.delay == "fixed":  # (every message exactly max_delay iterations late: "up to" would misname it)

@@ -322,7 +322,7 @@ class Lossy(Network):
                     f"{ns.p_recover:g})")
         if isinstance(ns.loss, NodeValues):
             return f"messages lost with probability {ns.loss} per node (the sender's)"
-        return f"{100 * ns.loss:.3g}% of messages lost" if ns.loss else None  # (it had read "0.1 of messages lost")
+        return f"{100 * ns.loss:.6g}% of messages lost" if ns.loss else None  # (it had read "0.1 of messages lost")
 
     @classmethod
     def options_record(cls, ns):
