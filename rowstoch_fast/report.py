@@ -734,8 +734,9 @@ def _below_optimum(table, metrics, cells):
             "large, rounding.")
 
 
-#: The family-wise level at which :func:`rowstoch_fast.compare.ranks` tells methods apart: Welch's two-sided tests
-#: of their mean log final values, pair by pair, under Holm's step-down over the pairs tested in a table's section
+#: The family-wise level at which :func:`rowstoch_fast.compare.ranks` tells methods apart: two-sided tests of their
+#: log final values (paired over the repetitions two methods share, Welch's otherwise), pair by pair, under Holm's
+#: step-down over the pairs tested in a table's section
 #: (here, below the harness, because the tables' footnotes say it; read at each ranking).
 TIE_LEVEL = 0.05
 
@@ -751,7 +752,8 @@ def tie_note(one_run, more="two or more"):
         return (f"tied: one repetition tells no method from another ({more} rank them); only runs that ended ok "
                 "are ranked.")
     return ("tied: the repetitions cannot tell it from at least one other method (the means of the logarithms of "
-            "their final values differ by less than Welch's two-sided test tells at a family-wise level of "
+            "their final values differ by less than a two-sided test tells (paired over the repetitions two "
+            "methods share, on the same seeds; Welch's otherwise) at a family-wise level of "
             f"{TIE_LEVEL:.0%} over the pairs of methods of its section (Holm's step-down over the pairs tested), or "
             "their means by less than rounding, or "
             "both converged to rounding); a rank is 1 + the number of methods told better than it, so a method whose "

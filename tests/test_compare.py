@@ -6166,3 +6166,19 @@ def test_a_rate_no_tuning_stream_found_stable_is_ranked_where_the_evaluation_end
         else:
             assert re.search(r"its records' level at the end is 0\.\d+x its start \(the last record 0\.38\d*x\), not "
                              r"below 0\.5x of it", why), why
+
+
+def test_methods_that_ran_the_same_repetitions_are_ranked_by_a_paired_test():
+    """Helper 195: Pull-Diag-GD, 10-25x worse than Local-DSGD in each of four repetitions (their draws shared: the
+    same repetition was high for every method), was tied with it by Welch's test under Holm's correction among ten
+    methods. Methods that ran the same repetitions are compared repetition by repetition; others by Welch's."""
+    rng = np.random.default_rng(195)
+    draws = rng.normal(0.0, 1.0, 4)  # (each repetition's draw, shared by every method)
+    finals = {f"m{k}": np.exp(draws + rng.normal(0.0, 0.05, 4)) * 2.2e-5 for k in range(9)}
+    finals["worse"] = np.exp(draws + np.log([10.0, 14.0, 25.0, 12.0])) * 2.2e-5
+    reps = {label: [0, 1, 2, 3] for label in finals}
+    assert verdict.ranks(finals)["worse"] == (1, True)  # (Welch's: the draws' spread is in each method's)
+    assert verdict.ranks(finals, reps=reps)["worse"] == (10, False)
+    assert verdict.ranks(finals, reps={**reps, "worse": [0, 1, 2, 5]})["worse"] == (1, True)  # (other repetitions)
+    same = {"a": np.array([1.0, 2.0, 3.0]), "b": np.array([1.0, 2.0, 3.0]), "c": np.array([2.0, 4.0, 6.0])}
+    assert verdict.ranks(same, reps={k: [0, 1, 2] for k in same}) == {"a": (1, True), "b": (1, True), "c": (3, False)}

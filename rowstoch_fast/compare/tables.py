@@ -26,6 +26,10 @@ GROUPS = ("graph", "setting")
 WIDE_TIE = 10.0
 
 
+#: The key of a row's repetition numbers beside its metrics' final values (:func:`summary`'s ``finals``).
+_REPS = "__rep__"
+
+
 def _wide_ties(table, section, finals, metric, rank, shared, higher, rounding=None):
     """``[(section, algorithm, ratio, repetitions)]``: the methods of a shared rank whose mean final value is at least
     :data:`WIDE_TIE` times (``ratio``, the largest) that of a method ranked with or below them in their section (a
@@ -247,6 +251,7 @@ def summary(frame, metric=None, metrics=(), *, cache=None):
                                   if "diagnosis" in runs.columns else "")})
         rows.append(row)
         finals.append({m: last[m].to_numpy(dtype=np.float64) for m in shown})
+        finals[-1][_REPS] = last["rep"].to_numpy() if "rep" in last.columns else None  # (pairs them in ranks)
         if cache is not None and held is not None:
             cache[held] = (dict(row), finals[-1])
     table = pd.DataFrame(rows)
@@ -290,7 +295,7 @@ def summary(frame, metric=None, metrics=(), *, cache=None):
                        and np.isfinite(finals[i][m]).all()]
                 higher = higher_is_better(m, getattr(frame, "attrs", {}).get("extra_metrics"))
                 for i, (r, tie) in ranks({i: finals[i][m] for i in idx}, scales[m].get(s), higher,
-                                         converged(m)).items():
+                                         converged(m), reps={i: finals[i].get(_REPS) for i in idx}).items():
                     rank.iloc[i], shared.iloc[i] = r, tie
                 if len(idx) > 1 and all(np.size(finals[i][m]) < 2 for i in idx):  # one run each: none is best
                     undecided.update(idx)  # (every one was bolded)

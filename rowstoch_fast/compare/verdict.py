@@ -839,6 +839,37 @@ def _diverged_repetitions(frame, metric, start, iterations):
     return f"in {int(bad.sum())} of {len(ends)} repetitions: {_some(ends.index[bad])}", short
 
 
+def _paired(p, labels, finals, reps, floor):
+    """Overwrite ``p[a, b]`` (Welch's p-values of the methods ``labels``) with a paired t-test's two-sided p-value
+    where methods ``a`` and ``b`` ran the same repetitions (``reps``: ``{label: their numbers}``, two or more),
+    on the differences of the logarithms of their final values (at least ``floor``) repetition by repetition: 0
+    where the differences are one non-zero value (deterministic runs), 1 where they are all 0."""
+    from scipy.special import stdtr
+
+    order = {}
+    for k, label in enumerate(labels):
+        ids = reps.get(label)
+        if ids is None or len(ids) != np.size(finals[label]) or len(ids) < 2 or len(set(map(str, ids))) != len(ids):
+            continue
+        ids = [str(r) for r in ids]
+        logs = np.log(np.maximum(np.asarray(finals[label], dtype=np.float64), floor))
+        order[k] = (tuple(sorted(ids)), dict(zip(ids, logs)))
+    for a in order:
+        for b in order:
+            if a >= b or order[a][0] != order[b][0]:
+                continue
+            keys = order[a][0]
+            d = np.array([order[a][1][r] - order[b][1][r] for r in keys])
+            mean, sd = float(d.mean()), float(d.std(ddof=1))
+            if mean == 0:
+                value = 1.0
+            elif sd == 0 or not math.isfinite(sd):
+                value = 0.0
+            else:
+                value = float(2.0 * stdtr(len(d) - 1, -abs(mean) / (sd / math.sqrt(len(d)))))
+            p[a, b] = p[b, a] = value
+
+
 def holm(p, level=None):
     """Holm's step-down over the finite entries of ``p`` (each pair's p-value, NaN where not tested): a boolean
     array of the same shape, True where that test's hypothesis is rejected at family-wise ``level`` (default
@@ -881,7 +912,7 @@ def welch_p(gap, se_a, se_b, n_a, n_b):
     return np.where(np.asarray(gap) == 0, 1.0, p)
 
 
-def ranks(finals, scale=None, higher_is_better=False, converged=CONVERGED):
+def ranks(finals, scale=None, higher_is_better=False, converged=CONVERGED, reps=None):
     """Ranks of methods from their final values, ties where the repetitions cannot tell them apart.
 
     Parameters
@@ -897,6 +928,12 @@ def ranks(finals, scale=None, higher_is_better=False, converged=CONVERGED):
     converged : float, default :data:`CONVERGED`
         The problem's fraction at rounding (:func:`~rowstoch_fast.compare.tuning.converged_for`: 1.2e-5 in
         float32; the suboptimality's four times its loss's rounding near f*).
+    reps : dict, optional
+        ``{label: the repetitions' numbers, in the order of its final values}``. Two methods that ran the same
+        repetitions (two or more) ran them on the same seeds (gradient streams, network draws): they are compared
+        by a paired t-test on the differences of their logarithms, repetition by repetition, which the draws they
+        share do not blur (a method 10-25x worse than another in every one of four repetitions had been tied with
+        it by Welch's test, whose spreads include the draws' own, helper 195); others by Welch's test.
 
     Returns
     -------
@@ -952,6 +989,8 @@ def ranks(finals, scale=None, higher_is_better=False, converged=CONVERGED):
               & spread[:, None] & spread[None, :])  # (a, b) with a's mean lower, by more than rounding
     np.fill_diagonal(tested, False)
     p = welch_p(gap, se[:, None], se[None, :], count[:, None], count[None, :])
+    if reps is not None:
+        _paired(p, labels, finals, reps, floor)
     better = tested & holm(np.where(tested, p, np.nan))
     apart = better | better.T
     np.fill_diagonal(apart, True)
