@@ -6180,5 +6180,7 @@ def test_methods_that_ran_the_same_repetitions_are_ranked_by_a_paired_test():
     assert verdict.ranks(finals)["worse"] == (1, True)  # (Welch's: the draws' spread is in each method's)
     assert verdict.ranks(finals, reps=reps)["worse"] == (10, False)
     assert verdict.ranks(finals, reps={**reps, "worse": [0, 1, 2, 5]})["worse"] == (1, True)  # (other repetitions)
+    with pytest.raises(TypeError, match="reps must be a dict of label -> the repetitions' numbers, got list"):
+        verdict.ranks(finals, reps=[0, 1, 2, 3])
     same = {"a": np.array([1.0, 2.0, 3.0]), "b": np.array([1.0, 2.0, 3.0]), "c": np.array([2.0, 4.0, 6.0])}
     assert verdict.ranks(same, reps={k: [0, 1, 2] for k in same}) == {"a": (1, True), "b": (1, True), "c": (3, False)}

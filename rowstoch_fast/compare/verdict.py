@@ -962,6 +962,8 @@ def ranks(finals, scale=None, higher_is_better=False, converged=CONVERGED, reps=
                              "that diverged is not ranked)")
     if scale is not None:
         scale = check_positive_float(scale, "scale", allow_zero=True)
+    if reps is not None and not isinstance(reps, dict):
+        raise TypeError(f"reps must be a dict of label -> the repetitions' numbers, got {type(reps).__name__}")
     converged = check_positive_float(converged, "converged", allow_zero=True)
     higher_is_better = check_bool(higher_is_better, "higher_is_better")
     labels = list(finals)
