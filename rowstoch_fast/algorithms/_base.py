@@ -636,16 +636,9 @@ class Optimizer(AskTell, FailureHandling, Persistence):
         if len(shape) not in (2, 3):
             return
         reps, rows, d = (shape[0] if len(shape) == 3 else 1), shape[-2], shape[-1]
-        kinds = []
-        for t in (x0.dtype, *(getattr(M, "dtype", None) for M in matrices.values())):
-            try:  # (a torch tensor's dtype is no NumPy one: "Cannot interpret 'torch.float64' as a data type" had
-                # come before the matrix's own check, which takes the tensor; helper 196)
-                t = np.dtype(t) if t is not None else None
-            except TypeError:
-                t = None
-            if t is not None and t.kind == "f":
-                kinds.append(t)
-        dtype = min(kinds, key=lambda t: t.itemsize, default=np.dtype(np.float64))
+        dtype = min((precision_of(x0), *map(precision_of, matrices.values())), key=lambda t: t.itemsize)  # (a
+        # torch tensor's dtype is no NumPy one: np.dtype of it had raised "Cannot interpret 'torch.float64' as a data
+        # type" before the matrix's own check, which takes the tensor; helper 196)
         total = self.memory_per_node(d, reps, dtype) * rows
         if not x0.flags.c_contiguous:  # (a view: copied whole before the blocks are made)
             total += x0.size * dtype.itemsize

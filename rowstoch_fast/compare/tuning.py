@@ -1221,10 +1221,8 @@ def tune(network, objective, method, budget, metric, *, seed=0, backend="auto", 
             entry["scores"][lr], entry["ends"][lr], entry["curves"][lr] = score, end, [float(v) for v in mean]
             scores[lr], ends[lr] = score, end
             climbing.pop(lr, None)
-            if lr in record.get("kept_climbing", {}):  # (judged again: on more streams)
-                del record["kept_climbing"][lr]
-                if not record["kept_climbing"]:
-                    del record["kept_climbing"]
+            record.get("kept_climbing", {}).pop(lr, None)  # (judged again: on more streams; an empty record of them
+            # is dropped by _keep_far_below after the stage)
             if why and why.startswith("unstable (ends") and not exact and _short_climb(iterations, typical,
                                                                                      at_rounding):
                 climbing[lr] = (entry, why)  # (its streams differ: kept where it ends far below the steady rates)
@@ -1274,7 +1272,7 @@ def _keep_far_below(climbing, scores, ends, record, arrived):
     evaluation calls both ``ok``). A climb of a rate that ends near the steady ones is still rejected: there the
     climb decides (helper 188's MG-Pull-Diag-GT under QSGD, 1.9x lower at the budget and ``unstable`` over twice
     it)."""
-    kept = record.setdefault("kept_climbing", {})
+    kept = record.pop("kept_climbing", {})
     steady = [v for lr, v in scores.items() if math.isfinite(v) and lr not in kept]
     bar = min(steady) / CLIMB if steady else -math.inf  # (no steady rate: no tuning by this rule)
     for lr, (entry, why) in climbing.items():
@@ -1291,8 +1289,8 @@ def _keep_far_below(climbing, scores, ends, record, arrived):
             scores[lr] = entry["scores"][lr] = math.inf
             entry["rejected"][lr] = why
             del kept[lr]
-    if not kept:
-        del record["kept_climbing"]
+    if kept:
+        record["kept_climbing"] = kept
 
 
 def noise(scores, finals):
