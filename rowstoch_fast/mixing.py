@@ -274,6 +274,7 @@ class MixingMatrix:
         bad = np.flatnonzero((e < 0).any(axis=1) | (e >= n).any(axis=1))
         if bad.size:
             raise ValueError(f"edges[{bad[0]}] = {tuple(int(v) for v in e[bad[0]])} names a node outside 0..{n - 1}")
+        e = e.astype(np.int64, copy=False)  # (ids in 0..n - 1: uint64 ones had failed in the keys' int64 sums)
         if isinstance(weights, str):
             if weights not in ("in-degree", "uniform"):
                 raise ValueError(f"weights must be 'in-degree', 'uniform' or an array, got {weights!r}")
@@ -815,6 +816,37 @@ def _check_entries(csr):
         raise ValueError(f"W must be non-negative; W[{i}, {j}] = {csr.data[neg][0]} (row {i})")
 
 
+def cached(M, key, compute):
+    """``compute(M)`` once per (immutable) matrix ``M``, kept with its other derived data."""
+    cache = M._diag_cache
+    if key not in cache:
+        cache[key] = compute(M)
+    return cache[key]
+
+
+def columns_sum_to_one(A):
+    """``A``'s columns sum to 1 too (a doubly stochastic matrix), at the tolerance its construction checks rows
+    at; computed once per matrix (``rowstoch compare`` asks it of every undirected method)."""
+    return A.doubly or cached(A, "columns_sum_to_one", lambda A: off_sums(A.csr, "column")[0].size == 0)
+
+
+def first_asymmetry(W):
+    """The first ``(i, j, W[i, j], W[j, i])`` where the matrix ``W`` is not symmetric (beyond rounding), or None;
+    computed once per matrix."""
+    return cached(W, "asymmetry", _first_asymmetry)
+
+
+def _first_asymmetry(W):
+    csr = W.csr
+    diff = abs(csr - csr.T).tocoo()
+    bad = diff.data > 1e-12 * max(1.0, float(abs(csr).max()))
+    if not bad.any():
+        return None
+    k = int(np.flatnonzero(bad)[np.lexsort((diff.col[bad], diff.row[bad]))[0]])
+    i, j = int(diff.row[k]), int(diff.col[k])
+    return i, j, float(csr[i, j]), float(csr[j, i])
+
+
 def off_sums(csr, stochastic="row", rtol=None):
     """``(the rows (or columns) whose sums are not 1 within rtol, their sums)`` of a CSR matrix (``stochastic``:
     ``"row"`` or ``"column"``; ``rtol``: the dtype's tolerance by default): empty where it is that stochastic."""
@@ -1009,6 +1041,14 @@ def _warn_if_nearly_reducible(csr, dtype=np.float64):
                   f"{eps:.2g} / that weight; raise those weights or drop the links", RuntimeWarning, stacklevel=4)
 
 
+def _first_missing(reached, n):
+    """The smallest node of ``0 .. n - 1`` not in ``reached``: a mask, O(n) (``np.setdiff1d`` hashed and sorted all n
+    ids, 179 s of a refusal of ``from_edges(10**8, [(0, 1), (1, 0)])``)."""
+    seen = np.zeros(n, dtype=bool)
+    seen[reached] = True
+    return int(np.argmin(seen))
+
+
 def _check_primitive(csr, dtype=np.float64):
     """Strongly connected and aperiodic, or raise naming a node that breaks it."""
     from scipy.sparse import csgraph  # (here: it imports scipy.sparse.linalg and scipy.linalg, 80 ms a start)
@@ -1020,13 +1060,13 @@ def _check_primitive(csr, dtype=np.float64):
     sends = sp.csr_array(csr.T)
     reached = csgraph.breadth_first_order(sends, 0, directed=True, return_predecessors=False)
     if reached.size < n:
-        missing = np.setdiff1d(np.arange(n), reached)[0]
+        missing = _first_missing(reached, n)
         raise ValueError(
             f"A must be strongly connected: node {missing} never receives information from node 0"
         )
     back = csgraph.breadth_first_order(csr, 0, directed=True, return_predecessors=False)
     if back.size < n:
-        missing = np.setdiff1d(np.arange(n), back)[0]
+        missing = _first_missing(back, n)
         raise ValueError(f"A must be strongly connected: node {missing} cannot send information to node 0")
     _warn_if_nearly_reducible(csr, dtype)
     if (csr.diagonal() > 0).any():

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import functools
 import inspect
+import math
 
 import numpy as np
 import scipy.sparse as sp
@@ -539,6 +540,10 @@ PAPER_WEIGHTS = {"paper-ring": "in-degree weights",
                  "paper-nearest_neighbor": "random weights 1 or 2, rows normalized"}
 
 
+def _too_few(name, n):
+    raise ValueError("it links each node to its nearest others and needs --n 2 or more")
+
+
 def by_name(name, n, seed=0, undirected=False, weights="in-degree"):
     """The topology ``name`` (one of :data:`NAMES` or :data:`PAPER_NAMES`) on ``n`` nodes, with the command
     line's defaults for the extra parameters (radius, neighbours, edge probability); ``undirected`` links the
@@ -555,6 +560,10 @@ def by_name(name, n, seed=0, undirected=False, weights="in-degree"):
         raise TypeError(f"name must be a topology's name (a str), got {type(name).__name__}")
     undirected = check_bool(undirected, "undirected")  # (a string "False" had linked the edges both ways)
     kw = {} if check_choice(weights, "weights", WEIGHTS) == "in-degree" else {"weights": weights}
+    try:  # (helper 199: grid's n = 16.0 and True had built a 4 x 4 grid and one node, -4 failed in a square root)
+        n = check_int(n, "--n", minimum=1)
+    except (TypeError, ValueError) as exc:
+        raise UsageError(str(exc)) from None
     if name.startswith("paper-"):
         key = name[len("paper-"):]
         graphs = paper_graphs()
@@ -562,6 +571,9 @@ def by_name(name, n, seed=0, undirected=False, weights="in-degree"):
             raise UsageError(f"unknown paper graph {name!r}; choose from {', '.join(PAPER_NAMES)}")
         if undirected or kw:
             raise UsageError(f"--topology {name} is the paper's own matrix: drop --undirected and --weights")
+        if n != graphs[key].n:  # (helper 199: by_name("paper-ring", 5) had returned its 16 nodes, n ignored)
+            raise UsageError(f"--topology {name} is the paper's {graphs[key].n}-node graph; it takes no other --n "
+                             f"(got {n})")
         return graphs[key]
     if undirected:
         if name in DIRECTED_NAMES:
@@ -570,7 +582,7 @@ def by_name(name, n, seed=0, undirected=False, weights="in-degree"):
             raise UsageError(f"--undirected is for {', '.join(DIRECTED_NAMES)}; --topology {name} is "
                              "undirected already")
     if name in ("grid", "torus"):
-        side = int(round(np.sqrt(n)))
+        side = math.isqrt(n)  # (exact: 10**40 had failed in NumPy's square root)
         if side * side != n:
             raise UsageError(f"--topology {name} needs a square --n, got {n}")
         try:
@@ -583,7 +595,8 @@ def by_name(name, n, seed=0, undirected=False, weights="in-degree"):
         "ring": lambda: ring(n, **kw),
         "geometric": lambda: geometric(n, radius=min(1.5, 2.0 * np.sqrt(np.log(max(n, 2)) / n)), seed=seed,
                                                 **kw),
-        "nearest_neighbor": lambda: nearest_neighbor(n, min(3, n - 1), seed=seed, **kw),
+        "nearest_neighbor": lambda: nearest_neighbor(n, min(3, n - 1), seed=seed, **kw) if n > 1 else
+        _too_few(name, n),
         "erdos_renyi": lambda: erdos_renyi(n, min(1.0, 2.0 * np.log(max(n, 2)) / n), seed=seed, **kw),
         "complete": lambda: complete(n, **kw),
         "star": lambda: star(n, **kw),

@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 
 from rowstoch_fast import _reference as ref
-from rowstoch_fast import network, topology
+from rowstoch_fast import MixingMatrix, network, topology
 from rowstoch_fast.algorithms import REGISTRY
 
 BASES = {"row": lambda: topology.erdos_renyi(10, 0.3, seed=2),
@@ -299,3 +299,22 @@ def test_the_network_model_in_words_says_its_units():
     said = [Delayed.options_words(SimpleNamespace(max_delay=k, delay=kind))
             for k, kind in ((3, "uniform"), (1, "fixed"), (0, "uniform"), (None, "uniform"))]
     assert said == ["uniform delays of 0-3 iterations", "fixed delays of 1 iteration", None, None]
+
+
+def test_the_undirected_rule_refuses_a_w_it_cannot_keep_doubly_stochastic():
+    """Helper 199: ``Lossy(ring(4), 0.3).undirected()`` over the directed ring (not symmetric) came back
+    ``stochastic == "doubly"`` with its rounds' columns summing to 1.5 and 0.5, and ``as_undirected`` of sleep over
+    it too; message layers over a W whose columns do not sum to 1 likewise. A schedule alone claims nothing."""
+    skewed = MixingMatrix([[0.5, 0.5, 0.0], [0.25, 0.5, 0.25], [0.0, 0.5, 0.5]])
+    with pytest.raises(ValueError, match=r"symmetric W \(an undirected graph's weights\): W\[0, 1\] = 0 but "
+                                         r"W\[1, 0\] = 0\.5"):
+        network.Lossy(topology.ring(4), 0.3, seed=1).undirected()
+    with pytest.raises(ValueError, match=r"only for a symmetric W"):
+        network.as_undirected(network.Sleepy(topology.ring(4), 0.5, seed=1))
+    with pytest.raises(ValueError, match=r"needs a doubly stochastic W .*: column 0 of W does not sum to 1"):
+        network.Compressed(skewed, "topk", k=1).undirected()
+    W = topology.ring(6, directed=False, weights="metropolis")
+    for net in (network.Lossy(W, 0.3, seed=1), network.Sleepy(W, 0.5, seed=1), network.Compressed(W, "topk", k=1)):
+        M = net.undirected().matrix(3).toarray()
+        np.testing.assert_allclose(M.sum(axis=0), 1.0, rtol=1e-12)
+    assert network.Schedule([skewed, skewed]).undirected().stochastic == "row"

@@ -50,6 +50,32 @@ def test_invalid_matrices_name_the_problem(W, match):
         MixingMatrix(W)
 
 
+@pytest.mark.parametrize("n, edges, node, word", [
+    (6, [(0, 1), (1, 0), (1, 2), (2, 1), (4, 5), (5, 4)], 3, "never receives information"),
+    (5, [(0, 1), (1, 2), (2, 0), (2, 3), (3, 4), (4, 3)], 3, "cannot send information"),
+    (4, [(0, 3), (3, 0), (1, 2), (2, 1)], 1, "never receives information"),
+])
+def test_the_first_node_cut_off_is_named(n, edges, node, word):
+    """The node named is the smallest one cut off (found by a mask since ``np.setdiff1d`` took 179 s of a refusal of
+    ``from_edges(10**8, [(0, 1), (1, 0)])``): the same node as before, in either direction."""
+    with pytest.raises(ValueError, match=f"node {node} {word}"):
+        MixingMatrix.from_edges(n, edges)
+
+
+@pytest.mark.parametrize("dtype", [np.uint64, np.uint32, np.uint8, np.int16])
+@pytest.mark.parametrize("weights, stochastic, self_loops", [("in-degree", "row", True), ("uniform", "column", True),
+                                                            ("in-degree", "row", False), ([1.0, 2, 3, 4], "row", True)])
+def test_edges_of_any_integer_type_build_the_same_matrix(dtype, weights, stochastic, self_loops):
+    """Helper 199: uint64 node ids, valid, failed in the degree rule's int64 keys ("Cannot cast ufunc 'add' output
+    from float64 to int64")."""
+    edges = [(0, 1), (1, 2), (2, 0), (1, 0)]
+    want = MixingMatrix.from_edges(3, np.array(edges, dtype=np.int64), weights, stochastic=stochastic,
+                                   self_loops=self_loops).toarray()
+    got = MixingMatrix.from_edges(3, np.array(edges, dtype=dtype), weights, stochastic=stochastic,
+                                  self_loops=self_loops).toarray()
+    np.testing.assert_array_equal(got, want)
+
+
 def test_a_matrix_connected_only_through_weights_too_small_for_float64_is_warned_of():
     """Two blocks joined by weights of 2.5e-14 passed as strongly connected, and their Perron vector read kappa =
     1.0067 where it is 1 (the dense eigenvector too): float64 mixes them as a reducible matrix. A warning names

@@ -238,3 +238,22 @@ def test_metropolis_and_directed_arguments_are_checked():
         topology.grid(2, 2, weights="metropolis", stochastic="column")
     with pytest.raises(TypeError, match="ring: directed must be True or False, got 'no'"):
         topology.ring(5, directed="no")
+
+
+@pytest.mark.parametrize("name, n, fragment", [
+    ("paper-ring", 5, "the paper's 16-node graph; it takes no other --n (got 5)"),
+    ("grid", 16.0, "--n must be an integer, got float 16.0"),
+    ("grid", True, "--n must be an integer, got bool True"),
+    ("grid", -4, "--n must be >= 1, got -4"),
+    ("torus", "16", "--n must be an integer, got str '16'"),
+    ("nearest_neighbor", 1, "needs --n 2 or more"),
+])
+def test_by_name_checks_its_n(name, n, fragment):
+    """Helper 199: ``by_name("paper-ring", 5)`` returned the paper's 16 nodes, n ignored; a grid's n = 16.0 and True
+    built a 4 x 4 grid and one node; -4 failed in a square root; nearest_neighbor's n = 1 blamed a k not given."""
+    from rowstoch_fast.errors import UsageError
+
+    with pytest.raises(UsageError, match=re.escape(fragment)):
+        topology.by_name(name, n)
+    assert topology.by_name("paper-ring", 16).n == 16 and topology.by_name("grid", np.int64(16)).n == 16
+    assert "memory" in str(pytest.raises(MemoryError, topology.by_name, "grid", 10**40).value)

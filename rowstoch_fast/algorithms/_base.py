@@ -29,8 +29,9 @@ import numpy as np
 
 from .. import backends
 from .._checks import check_bool, check_int, check_step_size, fmt_bytes, nodes_first, precision_of, require_memory
-from ..mixing import as_matrix, MixingMatrix, off_sums
-from ..network import (Network, as_undirected, base_matrix, late, network_checked, out_links, source_matrices,
+from ..mixing import (as_matrix, columns_sum_to_one as _columns_sum_to_one, first_asymmetry as _asymmetry, MixingMatrix,
+                      off_sums)
+from ..network import (Network, base_matrix, late, network_checked, out_links, source_matrices,
                        source_of, weights_of)
 from ._asktell import AskTell
 from ._deferred import FailureHandling
@@ -77,12 +78,7 @@ def _as_matrix(M, name, owner):
             return M.map(lambda W: _as_matrix(W, name, owner))  # compressed or noisy messages over a static W
         if isinstance(M, Network):  # losses or sleep over a static W (or a schedule of them): the undirected rule
             # keeps every round symmetric and doubly stochastic (Network.undirected)
-            try:
-                U = as_undirected(M)
-            except ValueError as exc:
-                raise ValueError(f"{owner}: W must be a static doubly stochastic matrix or losses / sleep over one; "
-                                 f"{exc}") from None
-            core, varying = source_of(U)
+            core, varying = source_of(M)
             scheduled = isinstance(core, Network)  # (a schedule)
 
             def checked(W):  # (each matrix doubly stochastic, a schedule's without a connectivity check of its own:
@@ -95,7 +91,12 @@ def _as_matrix(M, name, owner):
                                      f"a symmetric W (an undirected graph's weights): W[{i}, {j}] = {wij:.6g} but "
                                      f"W[{j}, {i}] = {wji:.6g}")
                 return W
-            return U.map(checked).undirected()
+            checked_rounds = M.map(checked)  # (each matrix checked first, in the method's words)
+            try:
+                return checked_rounds.undirected()
+            except ValueError as exc:
+                raise ValueError(f"{owner}: W must be a static doubly stochastic matrix or losses / sleep over one; "
+                                 f"{exc}") from None
         if isinstance(M, MixingMatrix) and M.doubly:
             return M
         try:  # (a float32 matrix stays float32: the undirected methods ran `--dtype float32` in float64)
@@ -139,37 +140,6 @@ def _round_doubly(W, owner):
         return W
     c = W.csr
     return MixingMatrix._from_valid_csr(c.indptr, c.indices, c.data, W.n, "row", doubly=True)
-
-
-def _cached(M, key, compute):
-    """``compute(M)`` once per (immutable) matrix, kept with its other derived data."""
-    cache = M._diag_cache
-    if key not in cache:
-        cache[key] = compute(M)
-    return cache[key]
-
-
-def _columns_sum_to_one(A):
-    """``A``'s columns sum to 1 too (a doubly stochastic matrix), at the tolerance its construction checks rows
-    at; computed once per matrix (``rowstoch compare`` asks it of every undirected method)."""
-    return A.doubly or _cached(A, "columns_sum_to_one", lambda A: off_sums(A.csr, "column")[0].size == 0)
-
-
-def _asymmetry(W):
-    """The first ``(i, j, W[i, j], W[j, i])`` where ``W`` is not symmetric (beyond rounding), or None; computed
-    once per matrix."""
-    return _cached(W, "asymmetry", _first_asymmetry)
-
-
-def _first_asymmetry(W):
-    csr = W.csr
-    diff = abs(csr - csr.T).tocoo()
-    bad = diff.data > 1e-12 * max(1.0, float(abs(csr).max()))
-    if not bad.any():
-        return None
-    k = int(np.flatnonzero(bad)[np.lexsort((diff.col[bad], diff.row[bad]))[0]])
-    i, j = int(diff.row[k]), int(diff.col[k])
-    return i, j, float(csr[i, j]), float(csr[j, i])
 
 
 def _settings(mats, x0, hyper, partition):

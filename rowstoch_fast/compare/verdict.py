@@ -89,20 +89,10 @@ def tuning_failures(record):
     (at 3.2x); 0.01 grew (ending at 4.2e+05x their start); 0.0316..10 diverged (NaN/Inf by
     iteration 40-300)"``): "grew" is the tuner's (past a thousandfold, what the evaluation calls diverged), and the
     rates that made no progress and ended above their start, short of it, are said apart from both."""
-    why = {}
-    for stage in record.get("stages", ()):  # (a later stage's judgement of a rate replaces an earlier one's: a
-        # confirmation judges its contenders on more streams)
-        for lr in stage["scores"]:
-            if lr in stage["rejected"]:
-                why[lr] = stage["rejected"][lr]
-            else:
-                why.pop(lr, None)
+    why = _rejections(record)
     groups = []
     for lr in sorted(why):
-        kind = why[lr].split(" (")[0]
-        if kind == "no progress" and any(float(t) > 1.0 for t in _numbers(why[lr])):  # (above its start, short of
-            kind = "rose"  # a thousandfold: "0.0001..1 made no progress (ending at 0.795-298x)" undersold it, and
-            # "grew" is the tuner's word for past a thousandfold)
+        kind = _kind(why[lr])
         if groups and groups[-1][0] == kind:
             groups[-1][1].append(lr)
         else:
@@ -127,6 +117,42 @@ def tuning_failures(record):
                 "unstable": "were unstable"}.get(kind, kind)
         parts.append(f"{_range(rates)} {verb}{detail}")
     return "; ".join(parts)
+
+
+def _rejections(record):
+    """``{lr: why}`` of the rates a tuning ``record`` rejected: a later stage's judgement of a rate replaces an
+    earlier one's (a confirmation judges its contenders on more streams)."""
+    why = {}
+    for stage in record.get("stages", ()):
+        for lr in stage["scores"]:
+            if lr in stage["rejected"]:
+                why[lr] = stage["rejected"][lr]
+            else:
+                why.pop(lr, None)
+    return why
+
+
+def _kind(why):
+    """The kind of a rejection's reason: its first words, "rose" for "no progress" above its start (short of a
+    thousandfold: "0.0001..1 made no progress (ending at 0.795-298x)" undersold it, and "grew" is the tuner's word
+    for past a thousandfold)."""
+    kind = why.split(" (")[0]
+    return "rose" if kind == "no progress" and any(float(t) > 1.0 for t in _numbers(why)) else kind
+
+
+#: The kinds of rejection of rates that stayed in range but did not get far enough (:func:`none_did`).
+SHORT = ("no progress", "rose")
+
+
+def none_did(record):
+    """What no rate of a tuning ``record`` did, as "no rate in ... ___ over the budget" says it: "was stable" where
+    each was rejected as unstable or diverging, "made progress" where each stayed in range without getting below
+    half its start (helper 195: least squares of condition 1e5 ranked by ``distance``, every rate from 1e-4 to 1.33
+    within 5% of its start, read "no rate in 0.0001..10 was stable"), both where some did one and some the other."""
+    kinds = {_kind(why) for why in _rejections(record).values()}
+    if kinds and kinds <= set(SHORT):
+        return "made progress"
+    return "made progress and stayed stable" if kinds & set(SHORT) else "was stable"
 
 
 def next_stable(record, lr):
@@ -347,8 +373,8 @@ def status_of(frame, metric, meta, *, lr, lr_source, iterations, tuning=None, co
             # a non-finite iterate blamed a rate that did not matter; helper 153: "(lr = 1e-12 too large?)")
             diagnosis = re.sub(r"\(lr = [^;)]* too large\?; or ", "(", re.sub(r" \(lr = [^;)]* too large\?\)", "",
                                                                            diagnosis))
-        diagnosis = (f"no rate in {tried} was stable over the budget ({tuning_failures(tuning or {})}); shown "
-                     f"{at}, {(tuning or {}).get('fallback', 'the one that ended lowest in the tuning runs')}"
+        diagnosis = (f"no rate in {tried} {none_did(tuning or {})} over the budget ({tuning_failures(tuning or {})}); "
+                     f"shown {at}, {(tuning or {}).get('fallback', 'the one that ended lowest in the tuning runs')}"
                      + (f": {diagnosis}" if diagnosis else ""))
         if status == "ok":  # (the evaluation's repetitions decide, read as the tuner reads a rate: the level their
             # records end at, not the last one, which a spiky curve can draw low; helper 152: FROST's last record at

@@ -8,7 +8,7 @@ import numpy as np
 
 from .._checks import as_float_array, check_int, check_out, MAX_KEY, MAX_ROUNDS
 from .._hashing import MAX_T
-from ..mixing import MixingMatrix
+from ..mixing import columns_sum_to_one, first_asymmetry, MixingMatrix, off_sums
 from ._rounds import _compiled_rounds, _mix_entries
 
 
@@ -242,15 +242,27 @@ class Network:
         True
         """
         net = self.map(lambda W: W)  # (fresh layers: their own caches)
-        layer = net
+        layer, varying = net, False
         while isinstance(layer, Network) and layer.acts_on != "matrices":
             if not type(layer).declares("keeps_symmetry"):  # (a subclass may have rounds of its own)
                 raise ValueError(f"{self!r}: the undirected rule needs a symmetric W (or a schedule of them) under "
                                  f"losses, sleep or message layers, not a {type(layer).__name__}")
             layer.stochastic = "doubly"
+            varying |= layer.acts_on == "links"
             layer = layer.base
         if not (isinstance(layer, MixingMatrix) or getattr(layer, "acts_on", None) == "matrices"):
             raise ValueError(f"{self!r}: the undirected rule needs a static matrix W under the network")
+        for W in (layer.matrices if isinstance(layer, Network) else [layer]) if layer is not net else ():  # (helper
+            # 199: a directed ring's losses had come back "doubly" stochastic with columns summing to 1.5 and 0.5;
+            # a schedule alone is returned as it is, claiming nothing)
+            if varying and (bad := first_asymmetry(W)) is not None:
+                i, j, wij, wji = bad
+                raise ValueError(f"the rounds of losses or sleep over W stay doubly stochastic only for a symmetric W "
+                                 f"(an undirected graph's weights): W[{i}, {j}] = {wij:.6g} but W[{j}, {i}] = "
+                                 f"{wji:.6g}")
+            if not varying and not columns_sum_to_one(W):
+                raise ValueError("the undirected rule needs a doubly stochastic W (an undirected graph's weights): "
+                                 f"column {int(off_sums(W.csr, 'column')[0][0])} of W does not sum to 1")
         return net
 
     def _entries(self, t, r):
