@@ -6144,6 +6144,24 @@ def test_too_small_rates_below_rates_that_dipped_then_failed_are_searched_betwee
     assert 1e-5 < table.loc["abm", "lr"] < 3.2e-5 and table.loc["abm", "final"] < 0.05  # (its start: 0.055)
 
 
+def test_no_rate_that_made_progress_is_not_called_unstable():
+    """Helper 195: least squares of condition 1e5 ranked by ``distance``, every rate from 1e-4 to 1.33 ending within 5%
+    of its start and the larger ones diverging, read "no rate in 0.0001..10 was stable": what no rate did is said."""
+    def record(*why):
+        return {"stages": [{"scores": {lr: math.inf for lr, _ in why}, "rejected": dict(why)}]}
+
+    short = record((1e-4, "no progress (ending at 0.98x its start)"), (1.0, "no progress (ending at 2.5x its start)"))
+    mixed = record((1e-4, "no progress (ending at 0.98x its start)"), (1.0, "diverged (NaN/Inf by iteration 30)"))
+    wild = record((1e-4, "unstable (ends 3x above its minimum)"), (1.0, "diverged (NaN/Inf by iteration 30)"))
+    assert [verdict.none_did(r) for r in (short, mixed, wild)] == [
+        "made progress", "made progress and stayed stable", "was stable"]
+    frame = pd.DataFrame([(k, rep, 1.0 - 1e-4 * k) for rep in range(3) for k in range(0, 401, 16)],
+                         columns=["iteration", "rep", "distance"])
+    status, why = verdict.status_of(frame, "distance", {}, lr=1e-4, lr_source=cmp.UNTUNABLE, iterations=400,
+                                    tuning=short)
+    assert status == "no-progress" and why.startswith("no rate in 0.0001..1 made progress over the budget ("), why
+
+
 def test_a_rate_no_tuning_stream_found_stable_is_ranked_where_the_evaluation_ends_ok_at_its_level():
     """Helper 151: a "none stable" rate's status was forced to `unstable`, whatever the evaluation's repetitions did.
     They decide now, read as the tuner reads a rate: the level the records end at, not the last record (helper 152:
