@@ -15,12 +15,13 @@ Why the stopping step is safe: with ``M = A^k - 1 pi^T`` and ``||M||_pi <= beta^
 from __future__ import annotations
 
 import math
+import numbers
 import os
 
 import numpy as np
 
 from . import _core
-from ._checks import MAX_ROUNDS, check_int, check_positive_float, check_tracker, require_memory
+from ._checks import MAX_ROUNDS, check_int, check_positive_float, check_tracker, fmt_value, require_memory
 from .errors import DivergenceError
 
 __all__ = ["DiagTracker", "diag_powers", "freeze_step"]
@@ -50,9 +51,18 @@ def max_work_default():
     return env_number("ROWSTOCH_TRACKER_MAX_WORK", "a count of multiply-adds", DEFAULT_MAX_WORK, allow_inf=True)
 
 
+def _limit(value, name):
+    """A limit given as an argument: a real number above 0, inf for none; NaN (which had turned the limit off, every
+    comparison with it false) and a str refused naming ``name`` (helper 199)."""
+    if isinstance(value, (bool, np.bool_)) or not isinstance(value, numbers.Real) or not value > 0:
+        raise (ValueError if isinstance(value, numbers.Real) and not isinstance(value, (bool, np.bool_))
+               else TypeError)(f"{name} must be a number above 0 (inf for no limit), got {fmt_value(value)}")
+    return float(value)
+
+
 def check_diag_work(A, steps, what, max_work=None):
     """Refuse (ValueError naming ``what``) ``steps`` powers of ``A`` over all ``n`` columns above ``max_work``."""
-    max_work = max_work_default() if max_work is None else float(max_work)
+    max_work = max_work_default() if max_work is None else _limit(max_work, "max_work")
     work = float(steps) * A.nnz * A.n
     if work > max_work:
         raise ValueError(f"{what} needs about {work:.1e} multiply-adds ({steps} steps of A^k over {A.n} columns) "
@@ -338,11 +348,18 @@ class NetworkTracker:
     def check(network, kind, max_bytes=None):
         """Refuse (ValueError) a Perron tracker and (MemoryError) a V_t over the memory limit, naming the
         algorithms that need no diagonal tracker."""
-        if kind != "exact":
+        from .network import Network
+
+        if not isinstance(network, Network):  # (helper 199: an array had met an AttributeError on 'n')
+            raise TypeError(f"network must be a time-varying network (rowstoch_fast.network: Lossy, Sleepy, Schedule, "
+                            f"...), got {type(network).__name__}; a static matrix's tracker is DiagTracker")
+        if check_tracker(kind) != "exact":
             raise ValueError(f"tracker={kind!r} needs a static network (diag(pi) has no meaning when A changes "
                              "with t); use tracker='exact' on a time-varying network")
         if max_bytes is None:
             max_bytes = _max_bytes_default()
+        else:
+            max_bytes = _limit(max_bytes, "max_bytes")
         need = 8.0 * network.n * network.n
         if need > max_bytes:
             raise MemoryError(
@@ -376,7 +393,10 @@ class NetworkTracker:
         return i if self._rows is None else int(self._rows[i])
 
     def scale(self, t):
-        t = int(t)
+        """``1 / diag(D_t)`` as an array of shape (n,), ``t >= 0`` (read-only on the host)."""
+        if type(t) is not int or t < 0:  # (helper 199: 2.9 had read t = 2's scales, "3" and True been taken, -1 a
+            # KeyError)
+            t = check_int(t.item() if isinstance(t, np.ndarray) and t.ndim == 0 else t, "t", minimum=0)
         if t < self._t - 1:  # asked for the past (a resume, a restart): replay from V_0
             self._restart()
         xp = self._xp

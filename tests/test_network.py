@@ -1654,3 +1654,27 @@ def test_a_network_of_the_user_s_that_is_neither_a_layer_nor_a_source_is_named()
     with pytest.raises(TypeError, match=r"Net is a Network that is neither a layer over another \(its base"):
         opt = PullDiagGT(Net(), np.zeros((8, 1)), lr=0.05)
         opt.step(lambda X: X - 1.0)
+
+
+@pytest.mark.parametrize("call, error, fragment", [
+    (lambda nt, net: nt.scale(2.9), TypeError, "t must be an integer, got float 2.9"),
+    (lambda nt, net: nt.scale("3"), TypeError, "t must be an integer, got str '3'"),
+    (lambda nt, net: nt.scale(True), TypeError, "t must be an integer, got bool True"),
+    (lambda nt, net: nt.scale(-1), ValueError, "t must be >= 0, got -1"),
+    (lambda nt, net: type(nt)(net, max_bytes=np.nan), ValueError, "max_bytes must be a number above 0"),
+    (lambda nt, net: type(nt)(net, max_bytes="x"), TypeError, "max_bytes must be a number above 0"),
+    (lambda nt, net: type(nt)(net, kind="bogus"), ValueError, "tracker must be 'exact' or 'perron', got 'bogus'"),
+    (lambda nt, net: type(nt)(np.ones((3, 3)) / 3), TypeError, "network must be a time-varying network"),
+    (lambda nt, net: rf.tracker.diag_powers(topology.ring(4), 1, 3, max_work=np.nan), ValueError,
+     "max_work must be a number above 0"),
+])
+def test_the_network_trackers_arguments_are_checked(call, error, fragment):
+    """Helper 199: ``NetworkTracker.scale(2.9)`` read t = 2's scales and took "3" and True, -1 met a KeyError; a NaN
+    limit turned the memory and work checks off; a bogus kind was told it needs a static network."""
+    from rowstoch_fast.tracker import NetworkTracker
+
+    net = Lossy(topology.ring(4), 0.2, seed=1)
+    nt = NetworkTracker(net)
+    with pytest.raises(error, match=fragment):
+        call(nt, net)
+    np.testing.assert_array_equal(nt.scale(np.int64(2)), NetworkTracker(net).scale(2))
