@@ -1288,3 +1288,26 @@ def test_a_history_keeps_each_message_as_the_plain_assignment_would(n, width, D,
             ring.put(t, r, messages, rows=share)
         ring.done(t)
         np.testing.assert_array_equal(ring.slots(), expect)
+
+
+def test_the_networks_own_history_of_messages_warns_where_calls_skip_or_go_back():
+    """Helper 199: fixed delays of 2 mixed outside an optimizer at t = 0, 2, 4, 6 read x(t) (0, 2, 4, 6) where the
+    definition reads x(t - 2) (0, 1, 3, 5), going back or widening the block started the history again, unsaid.
+    Calls in order, a new run from t = 0 and an optimizer's own state say nothing."""
+    import warnings
+
+    from rowstoch_fast.network import Delayed
+
+    net = Delayed(topology.ring(4), max_delay=2, delay="fixed")
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        assert [float(net.mix(np.full((4, 1), float(t)), t)[0, 0]) for t in range(4)] == [0.0, 0.5, 1.0, 2.0]
+        assert [float(net.mix(np.full((4, 1), float(t)), t)[0, 0]) for t in range(4)] == [0.0, 0.5, 1.0, 2.0]
+        own = {}
+        for t in (0, 2, 4):
+            net.mix(np.ones((4, 1)), t, state=own)
+    with pytest.warns(RuntimeWarning, match=r"\.mix: iteration 2 after 0: the network's own history of messages "
+                                            r"starts again from iteration 2's"):
+        net.mix(np.ones((4, 1)), 0), net.mix(np.ones((4, 1)), 2)
+    with pytest.warns(RuntimeWarning, match=r"a block of 3 values a node \(float64\) after 1 \(float64\)"):
+        net.mix(np.ones((4, 1)), 3), net.mix(np.ones((4, 3)), 4)

@@ -30,7 +30,9 @@ class Delayed(_Messages):
     What was sent is state: each mixed quantity keeps its last ``max_delay + 1`` iterations of messages
     (``(max_delay + 1) n d`` values per quantity and round; checked against the memory before it is
     allocated), held by the optimizer and saved in its ``state_dict`` (a resume continues bit for bit). Calls
-    of :meth:`mix` outside an optimizer share the network's own history: make them in iteration order.
+    of :meth:`mix` outside an optimizer share the network's own history: make them in iteration order (one that
+    skips or goes back to an iteration other than 0, or mixes a block of another width, starts it again from its
+    messages, with a RuntimeWarning; ``state={}`` keeps a history of your own).
 
     Parameters
     ----------

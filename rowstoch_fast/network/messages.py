@@ -148,8 +148,10 @@ class _Messages(Network):
         self.check_message(X.shape[1] if X.ndim == 2 else 1, d)
         cur = X.reshape(self.n, -1)
         core, delayed, n = self.core(), self.delayed(), self.n
-        ring = None if delayed is None else delayed.ring(self.__dict__.setdefault("_own_state", {}) if state is None
-                                                         else state, t, n, n, cur.shape[1], rounds, cur.dtype)
+        if delayed is not None and state is None:
+            state = self.__dict__.setdefault("_own_state", {})
+            _warn_if_restarted(self, state.get("ring"), t, n + (delayed.max_delay + 1) * rounds * n, cur)
+        ring = None if delayed is None else delayed.ring(state, t, n, n, cur.shape[1], rounds, cur.dtype)
         for r in range(rounds):
             drawn = content_round(r, state)  # (this quantity's compression and noise)
             dst = out.reshape(cur.shape) if (r == rounds - 1 and out is not None) else np.empty_like(cur)
@@ -230,6 +232,24 @@ class _Messages(Network):
                     sized)
         L = self.message_length(values, d)  # (a sender sends the plain values where they are smaller)
         return -(-(values // L) * np.minimum(sized._bits(L, itemsize), 8 * itemsize * L) // 8), sized
+
+
+def _warn_if_restarted(net, ring, t, rows, X):
+    """A RuntimeWarning where a call of ``net.mix`` outside an optimizer (the network's own history of messages)
+    does not go on from the last one: iteration ``t`` neither the last one's nor the next (nor 0: a new run), or a
+    block of another width, so that the history starts again from ``t``'s messages (helper 199: fixed delays of 2
+    mixed at t = 0, 2, 4, 6 read x(t) where the definition reads x(t - 2))."""
+    if ring is None or ring.last is None or t == 0:
+        return
+    if t in (ring.last, ring.last + 1) and ring.buffer.shape == (rows, X.shape[1]) and ring.buffer.dtype == X.dtype:
+        return
+    import warnings
+
+    why = (f"iteration {t} after {ring.last}" if t not in (ring.last, ring.last + 1) else
+           f"a block of {X.shape[1]} values a node ({X.dtype}) after {ring.buffer.shape[1]} ({ring.buffer.dtype})")
+    warnings.warn(f"{net!r}.mix: {why}: the network's own history of messages starts again from iteration {t}'s, "
+                  f"every link reading them; calls of mix outside an optimizer go in iteration order, one quantity "
+                  f"(pass state={{}} to keep a history of your own per quantity)", RuntimeWarning, stacklevel=3)
 
 
 def _stack_buffer(owner, shape, dtype):
