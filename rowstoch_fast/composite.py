@@ -120,6 +120,13 @@ class Regularizer:
         v = _real(v, "v")  # (a list, a CPU tensor, integers)
         if v.ndim == 0:  # (NumPy's "return arrays must be of ArrayType" from the threshold's out=)
             raise ValueError("v must have a last axis of d values (shape (..., d)), got a scalar")
+        if xp is not None and not hasattr(xp, "asarray"):  # (helper 199: "numpy" met an AttributeError)
+            raise TypeError(f"xp must be an array module (numpy, cupy), got {type(xp).__name__} {xp!r}")
+        if out is not None and (getattr(out, "shape", None) != v.shape or getattr(out, "dtype", None) != v.dtype):
+            # (helper 199: a float32 out had rounded a float64 result unsaid, a shorter one met NumPy's broadcast)
+            raise ValueError(f"out must be an array of v's shape {v.shape} and dtype {v.dtype}, got "
+                             f"{type(out).__name__} of shape {getattr(out, 'shape', None)} and dtype "
+                             f"{getattr(out, 'dtype', None)}")
         return self._prox(v, _check_step(step, v), _xp(v) if xp is None else xp, out)
 
     def _prox(self, v, step, xp, out):  # pragma: no cover - abstract
@@ -244,6 +251,8 @@ class Box(Regularizer):
         for name, b in (("lower", lo), ("upper", hi)):
             if b.ndim > 1 or np.isnan(b).any():
                 raise ValueError(f"{name} must be a number or a 1-D array of d numbers (no NaN), got {b!r}")
+        if lo.ndim == hi.ndim == 1 and lo.shape != hi.shape:  # (helper 199: NumPy's broadcast error)
+            raise ValueError(f"lower and upper must hold as many bounds (d each), got {lo.size} and {hi.size}")
         if (np.broadcast_arrays(lo, hi)[0] > np.broadcast_arrays(lo, hi)[1]).any():
             raise ValueError(f"lower must be <= upper, got lower = {lo.tolist()} and upper = {hi.tolist()}")
         if (lo == np.inf).any() or (hi == -np.inf).any():
@@ -346,6 +355,11 @@ class GroupLasso(Regularizer):
             raise ValueError("groups must put at least one coordinate in a group")
         self.labels = labels
         self._names = names
+        if weights is not None and (isinstance(weights, (str, bytes, bool)) or
+                                    np.asarray(weights).dtype.kind not in "fiu"):  # ("x": NumPy's "could not
+            # convert string to float", unnamed: helper 199)
+            raise TypeError(f"weights must hold {names.size} numbers >= 0 (one per group), got "
+                            f"{type(weights).__name__} {weights!r:.60}")
         w = np.ones(names.size) if weights is None else np.asarray(weights, dtype=np.float64)
         if w.shape != (names.size,) or not (np.isfinite(w).all() and (w >= 0).all()):
             raise ValueError(f"weights must hold {names.size} finite numbers >= 0 (one per group), got {weights!r}")
@@ -483,7 +497,15 @@ def as_regularizer(r, name="regularizer"):
                         f"GroupLasso, Prox) or None, got {type(r).__name__}")
     params = {k: v for k, v in r.items() if k != "type"}
     kind = r["type"]
-    if kind == "Scaled":
+    if not isinstance(kind, str):  # (helper 199: a list met "unhashable type")
+        raise ValueError(f"{name}: a regularizer's type must be a name (a str), got {type(kind).__name__}")
+    if kind == "Scaled":  # (helper 199: a missing "of" or "a" met a KeyError, a = "2" a TypeError of str * L1)
+        if set(params) != {"of", "a"}:
+            raise ValueError(f"{name}: the description of a Scaled regularizer holds 'of' (a regularizer's) and 'a' "
+                             f"(a number > 0), got {sorted(params)}")
+        if not _is_scalar(params["a"]):
+            raise ValueError(f"{name}: Scaled's a must be a number > 0, got {type(params['a']).__name__} "
+                             f"{params['a']!r:.60}")
         return as_regularizer(params["of"], name) * params["a"]
     if kind == "Prox":
         raise ValueError(f"{name}: the user-defined Prox {params.get('name')!r} cannot be rebuilt from its "
@@ -492,7 +514,7 @@ def as_regularizer(r, name="regularizer"):
         raise ValueError(f"{name}: unknown regularizer type {kind!r} (known: {', '.join(_BUILT_IN)})")
     try:
         return _BUILT_IN[kind](**params)
-    except TypeError as exc:
+    except (TypeError, ValueError) as exc:  # (helper 199: GroupLasso's weights "x": "could not convert string")
         raise ValueError(f"{name}: the description of a {kind} is incomplete or wrong ({exc})") from None
 
 

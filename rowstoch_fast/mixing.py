@@ -14,6 +14,7 @@ from ._checks import (MAX_ROUNDS, as_float_array, caller_outside, check_bool, ch
                       check_csr_arrays, check_dtype, check_int, check_out, check_positive_float, fmt_value,
                       require_memory)
 from ._device import device_operations, is_device_array
+from ._hashing import MAX_T
 from .metrics import compute_metrics, perron_vector
 
 __all__ = ["MixingMatrix", "STOCHASTIC", "as_matrix", "metropolis_weights", "out_degree_weights"]
@@ -484,9 +485,11 @@ class MixingMatrix:
         ndarray
             ``A @ X``, of the shape of ``X``.
         """
-        if t is not None and not isinstance(t, (int, np.integer)):
-            raise TypeError(f"A.mix(X, t, rounds, out): t is the iteration (an int), got {type(t).__name__}; "
-                            "pass out as a keyword: A.mix(X, out=Y)")
+        if t is not None and (type(t) is not int or not 0 <= t <= MAX_T):
+            if isinstance(t, (bool, np.bool_)) or not isinstance(t, (int, np.integer)):
+                raise TypeError(f"A.mix(X, t, rounds, out): t is the iteration (an int), got {type(t).__name__}; "
+                                "pass out as a keyword: A.mix(X, out=Y)")
+            check_int(t, "t", minimum=0, maximum=MAX_T)  # (as every network's: -5 and 2**100 had been taken)
         return self.mix_power(X, check_int(rounds, "rounds", minimum=0, maximum=MAX_ROUNDS), out=out)
 
     def matrix(self, t=0, r=0):

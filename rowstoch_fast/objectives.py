@@ -1194,8 +1194,13 @@ def _logistic_data(n, total, d, batch, seed, heterogeneity, test_samples=0):
     z = rng.random(total)
     x_star = None
     if heterogeneity:  # node i labels its M samples with its own x*_i
-        x_star = x_opt + heterogeneity * rng.standard_normal((n, d))
-        margin = np.einsum("nmd,nd->nm", H.reshape(n, total // n, d), x_star).ravel()
+        with np.errstate(over="ignore", invalid="ignore"):
+            x_star = x_opt + heterogeneity * rng.standard_normal((n, d))
+            margin = np.einsum("nmd,nd->nm", H.reshape(n, total // n, d), x_star).ravel()
+        if not (np.isfinite(x_star).all() and np.isfinite(margin).all()):  # (helper 199: 1e308 had labelled every
+            # NaN margin -1, with a RuntimeWarning)
+            raise ValueError(f"heterogeneity = {heterogeneity:g} overflows the margins h^T x*_i that label the "
+                             f"samples: use a value below about {1e300 / max(d, 1):.3g}")
     else:
         margin = H @ x_opt
     Y = _logistic_labels(margin, z)

@@ -667,6 +667,43 @@ def test_seeds_sizes_and_node_ids_are_checked_by_name(call, error, fragment):
         eval(call, names)
 
 
+@pytest.mark.parametrize("call, error, fragment", [
+    ("topology.ring(4).mix(np.ones(4), -5)", ValueError, "t must be >= 0, got -5"),
+    ("topology.ring(4).mix(np.ones(4), 2**100)", ValueError, "t must be <= 2^60 - 1"),
+    ("topology.ring(4).mix(np.ones(4), True)", TypeError, "t is the iteration (an int), got bool"),
+    ("network.Compressed(topology.ring(4), 'qsgd', bits=2).mix(np.ones((4, 4)), 0, d=2.5)", TypeError,
+     "d must be an integer, got float 2.5"),
+    ("network.Compressed(topology.ring(4), 'qsgd', bits=2).mix(np.ones((4, 4)), 0, d=0)", ValueError,
+     "d must be >= 1, got 0"),
+    ("network.Compressed(topology.ring(4), 'topk', k=2).mix(np.ones((4, 4)), 0, d='2')", TypeError,
+     "d must be an integer, got str '2'"),
+    ("objectives.NonconvexLogistic.synthetic(n=4, total=800, batch=20, seed=0, heterogeneity=1e308)", ValueError,
+     "heterogeneity = 1e+308 overflows the margins"),
+    ("composite.L1(1).prox(np.ones(3), 0.1, out=np.empty(3, dtype=np.float32))", ValueError,
+     "out must be an array of v's shape (3,) and dtype float64, got ndarray of shape (3,) and dtype float32"),
+    ("composite.L1(1).prox(np.ones(3), 0.1, out=np.empty(2))", ValueError, "out must be an array of v's shape"),
+    ("composite.L1(1).prox(np.ones(3), 0.1, xp='numpy')", TypeError, "xp must be an array module"),
+    ("composite.Box([0, 1, 2], [1, 2])", ValueError, "lower and upper must hold as many bounds (d each), got 3 and 2"),
+    ("composite.as_regularizer({'type': 'Scaled'})", ValueError, "holds 'of' (a regularizer's) and 'a'"),
+    ("composite.as_regularizer({'type': 'Scaled', 'of': {'type': 'L1', 'lam': 1}, 'a': '2'})", ValueError,
+     "Scaled's a must be a number > 0, got str '2'"),
+    ("composite.as_regularizer({'type': ['L1']})", ValueError, "a regularizer's type must be a name (a str)"),
+    ("composite.as_regularizer({'type': 'GroupLasso', 'groups': [0, 0, 1], 'lam': 1, 'weights': 'x'})", ValueError,
+     "weights must hold 2 numbers >= 0 (one per group), got str 'x'"),
+])
+def test_layers_matrices_objectives_and_regularizers_check_what_they_are_given(call, error, fragment):
+    """Helper 199: a matrix's ``mix`` took t = -5, 2**100 and True (every network refuses them); a message layer's d
+    of 2.5, 0 and True was read as no d, "2" met a TypeError of %; a logistic heterogeneity of 1e308 labelled every
+    NaN margin -1; a float32 ``out`` rounded a prox's result unsaid; a Box of 3 and 2 bounds, a Scaled description
+    without its parts, a list as a type and GroupLasso's weights "x" met NumPy's and Python's own errors."""
+    from rowstoch_fast import composite, network, objectives
+
+    names = {"np": np, "topology": topology, "network": network, "objectives": objectives, "composite": composite}
+    with pytest.raises(error, match=re.escape(fragment)):
+        eval(call, names)
+    assert composite.as_regularizer((composite.L1(1) * 3).describe()) == composite.L1(1) * 3
+
+
 def test_seeds_numpy_takes_still_work():
     """None, NumPy integers, sequences of integers and Generators are still seeds."""
     from rowstoch_fast import datasets, objectives, topology

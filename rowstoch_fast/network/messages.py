@@ -9,6 +9,7 @@ import threading
 import numpy as np
 import scipy.sparse as sp
 
+from .._checks import check_int
 from .._hashing import content_round
 from .._history import copy_rows
 from ..mixing import MixingMatrix
@@ -140,11 +141,14 @@ class _Messages(Network):
         """The rounds of iteration ``t`` (see :meth:`Network.mix`), each ``y_i = m_ii x_i + sum_{j != i} m_ij
         Q(x_j)`` in one compiled pass over the stacked block ``[X; Q(X)]`` (own values from the first half,
         messages from the second; losses drawn on the true sender ids); ``d``: the length of one message (an
-        optimizer's model; default the row). With a :class:`Delayed` layer the stacked block holds the messages
+        optimizer's model; default the row; a row whose width ``d`` does not divide, a model packed with a
+        push-sum weight, is one message). With a :class:`Delayed` layer the stacked block holds the messages
         of the last ``max_delay + 1`` iterations, kept in ``state`` (a dict: an optimizer passes one per quantity
         it mixes, and tells them apart: ``state["quantity"]``, ``content_round``; default the network's own,
         for calls in iteration order)."""
         t, rounds, X = self._mix_arguments(X, t, rounds, out)
+        if d is not None:  # (helper 199: 2.5, 0 and True had been taken as no d, "2" met a TypeError of %)
+            d = check_int(d, "d", minimum=1)
         self.check_message(X.shape[1] if X.ndim == 2 else 1, d)
         cur = X.reshape(self.n, -1)
         core, delayed, n = self.core(), self.delayed(), self.n
