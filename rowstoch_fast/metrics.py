@@ -170,18 +170,22 @@ class NetworkMetrics:
 
 
 # ---------------------------------------------------------------------- rates
+#: The largest iteration count and number of nodes the rates take (the kernels' int64).
+MAX_COUNT = 2**63 - 1
+
+
 def _check_rate_args(L, Delta, sigma, K):
     return (
         check_positive_float(L, "L"),
         check_positive_float(Delta, "Delta"),
         check_positive_float(sigma, "sigma", allow_zero=True),
-        check_int(K, "K", minimum=1),
+        check_int(K, "K", minimum=1, maximum=MAX_COUNT),  # (10**400 had met an OverflowError in its square root)
     )
 
 
 def _check_network(n, beta, kappa, what):
     """``n`` nodes (an integer >= 1), ``beta`` in [0, 1) and ``kappa = max pi / min pi >= 1``, or a clear error."""
-    n = check_int(n, "n", minimum=1)
+    n = check_int(n, "n", minimum=1, maximum=MAX_COUNT)
     beta = check_positive_float(beta, "beta", allow_zero=True)
     kappa = check_positive_float(kappa, "kappa")
     if kappa < 1.0:
@@ -250,7 +254,7 @@ def pull_diag_gt_bound(L, Delta, sigma, K, *, n, C_A):
     is an argument.
     """
     L, Delta, sigma, K = _check_rate_args(L, Delta, sigma, K)
-    n = check_int(n, "n", minimum=1)
+    n = check_int(n, "n", minimum=1, maximum=MAX_COUNT)
     C_A = check_positive_float(C_A, "C_A", allow_zero=True)
     return sigma * math.sqrt(L * Delta) / math.sqrt(n * K) + L * Delta * (1 + C_A) / K
 
@@ -503,9 +507,16 @@ class _TooMuchWork(Exception):
 
 
 def metrics_table(named):
-    """A text table of the metrics of ``(name, MixingMatrix)`` pairs (each column as wide as its widest cell)."""
+    """A text table of the metrics of ``(name, MixingMatrix)`` pairs, or of a dict ``{name: MixingMatrix}`` (each
+    column as wide as its widest cell)."""
     header = ["graph", "n", "beta", "1-beta", "kappa", "R (Thm 3)", "loops"]
     rows, notes, no_gap = [], [], False
+    named = list(named.items() if isinstance(named, dict) else named)  # (helper 199: a dict had met "not enough
+    # values to unpack", its keys read as pairs)
+    for k, pair in enumerate(named):
+        if not (isinstance(pair, tuple) and len(pair) == 2 and hasattr(pair[1], "metrics")):
+            raise TypeError(f"named[{k}] must be a (name, MixingMatrix) pair, got {type(pair).__name__} "
+                            f"{pair!r:.60}")
     for name, A in named:
         m = A.metrics()
         try:

@@ -652,6 +652,7 @@ class MixingMatrix:
         except ImportError as exc:  # pragma: no cover - depends on the environment
             raise ImportError("MixingMatrix.draw needs matplotlib, a dependency of rowstoch_fast that this install "
                               "lacks: pip install matplotlib") from exc
+        _check_drawing(ax, path, node_color, edge_color)
         made = ax is None
         if made:
             side = min(8.0, 3.0 + 0.05 * self.n)
@@ -679,6 +680,30 @@ class MixingMatrix:
             if made:  # (saved: pyplot lets it go, the Axes stays usable; figures left open pile up)
                 plt.close(ax.figure)
         return ax
+
+
+def _check_drawing(ax, path, node_color, edge_color):
+    """:meth:`MixingMatrix.draw`'s Axes, file and colours checked before anything is drawn (helper 199: ``ax=5`` met
+    an AttributeError, ``path="x.xyz"`` and ``node_color="notacolor"`` matplotlib's errors after the drawing)."""
+    import os
+
+    from matplotlib.colors import is_color_like
+    from matplotlib.figure import Figure
+
+    if ax is not None and not hasattr(ax, "add_patch"):
+        raise TypeError(f"ax must be a matplotlib Axes, got {type(ax).__name__}")
+    if path is not None:
+        if not isinstance(path, (str, os.PathLike)) or not os.fspath(path):
+            raise TypeError(f"path must be a file name (str or os.PathLike), got {type(path).__name__} {path!r:.60}")
+        kinds = Figure().canvas.get_supported_filetypes()
+        kind = os.path.splitext(os.fspath(path))[1].lstrip(".").lower()
+        if kind and kind not in kinds:
+            raise ValueError(f"path {os.fspath(path)!r}: matplotlib cannot write .{kind} files; use one of "
+                             f"{', '.join('.' + k for k in sorted(kinds))}")
+    for name, colour in (("node_color", node_color), ("edge_color", edge_color)):
+        if isinstance(colour, str) and not is_color_like(colour):
+            raise ValueError(f"{name} {colour!r} is not a matplotlib colour (a name such as 'red', 'C0', '#1f77b4' "
+                             f"or a grey level '0.2')")
 
 
 #: The multiply-adds past which :meth:`MixingMatrix.mix_power` warns that it will run long (about 10-20 minutes

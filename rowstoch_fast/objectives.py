@@ -1298,6 +1298,17 @@ class Quadratic(Objective):
         _check_nonempty(self.q.shape, "q")
         if (self.q <= 0).any():
             raise ValueError("q must be positive (strongly convex f_i)")
+        tiny = float(np.finfo(self.dtype).tiny)
+        if (self.q < tiny).any():  # (helper 199: a subnormal q passed, and optimum() then blamed a subclass's _solve)
+            i, j = np.argwhere(self.q < tiny)[0]
+            raise ValueError(f"q[{i}, {j}] = {float(self.q[i, j]):.3g} is below the smallest normal {self.dtype} "
+                             f"({tiny:.3g}), where a float keeps fewer digits: rescale q and b")
+        with np.errstate(over="ignore", invalid="ignore"):
+            x_star = self.b.astype(np.float64).sum(0) / self.q.astype(np.float64).sum(0)
+        if not np.isfinite(x_star).all():  # (q = b = 1e308: their sums overflowed, the minimiser NaN)
+            j = int(np.argmax(~np.isfinite(x_star)))
+            raise ValueError(f"the minimiser sum(b) / sum(q) over the nodes is not finite at coordinate {j} (the "
+                             f"sums or their ratio overflow float64): rescale q and b")
         self.n, self.d = self.q.shape
         self.sigma = check_positive_float(sigma, "sigma", allow_zero=True)
 

@@ -690,18 +690,33 @@ def test_seeds_sizes_and_node_ids_are_checked_by_name(call, error, fragment):
     ("composite.as_regularizer({'type': ['L1']})", ValueError, "a regularizer's type must be a name (a str)"),
     ("composite.as_regularizer({'type': 'GroupLasso', 'groups': [0, 0, 1], 'lam': 1, 'weights': 'x'})", ValueError,
      "weights must hold 2 numbers >= 0 (one per group), got str 'x'"),
+    ("metrics.metrics_table([topology.ring(4)])", TypeError, "named[0] must be a (name, MixingMatrix) pair"),
+    ("metrics.lower_bound(1.0, 1.0, 0.0, 10**400, n=16, beta=0.5, kappa=1.0)", ValueError, "K must be <= 2^63 - 1"),
+    ("objectives.Quadratic(np.full((2, 2), 1e-320), np.ones((2, 2)))", ValueError,
+     "q[0, 0] = 1e-320 is below the smallest normal float64"),
+    ("objectives.Quadratic(np.full((2, 2), 1e308), np.full((2, 2), 1e308))", ValueError,
+     "the minimiser sum(b) / sum(q) over the nodes is not finite at coordinate 0"),
+    ("network.one_peer_exponential(10**12)", MemoryError, "one_peer_exponential(1000000000000): 40 matrices"),
+    ("network.redrawn('x', 1)", TypeError, "net must be a MixingMatrix or a network"),
+    ("network.describe(5)", TypeError, "net must be a network or a MixingMatrix, got int"),
+    ("topology.ring(4).draw(ax=5)", TypeError, "ax must be a matplotlib Axes, got int"),
+    ("topology.ring(4).draw(path='graph.xyz')", ValueError, "path 'graph.xyz': matplotlib cannot write .xyz files"),
+    ("topology.ring(4).draw(node_color='notacolor')", ValueError, "node_color 'notacolor' is not a matplotlib colour"),
 ])
 def test_layers_matrices_objectives_and_regularizers_check_what_they_are_given(call, error, fragment):
     """Helper 199: a matrix's ``mix`` took t = -5, 2**100 and True (every network refuses them); a message layer's d
     of 2.5, 0 and True was read as no d, "2" met a TypeError of %; a logistic heterogeneity of 1e308 labelled every
     NaN margin -1; a float32 ``out`` rounded a prox's result unsaid; a Box of 3 and 2 bounds, a Scaled description
-    without its parts, a list as a type and GroupLasso's weights "x" met NumPy's and Python's own errors."""
-    from rowstoch_fast import composite, network, objectives
+    without its parts, a list as a type and GroupLasso's weights "x" met NumPy's and Python's own errors; and the
+    metrics, a Quadratic's data, a schedule's size, the network queries and a drawing's arguments likewise."""
+    from rowstoch_fast import composite, metrics, network, objectives
 
-    names = {"np": np, "topology": topology, "network": network, "objectives": objectives, "composite": composite}
+    names = {"np": np, "topology": topology, "network": network, "objectives": objectives, "composite": composite,
+             "metrics": metrics}
     with pytest.raises(error, match=re.escape(fragment)):
         eval(call, names)
     assert composite.as_regularizer((composite.L1(1) * 3).describe()) == composite.L1(1) * 3
+    assert metrics.metrics_table({"ring": topology.ring(4)}).splitlines()[2].startswith("ring ")
 
 
 def test_seeds_numpy_takes_still_work():

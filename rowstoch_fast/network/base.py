@@ -351,6 +351,8 @@ def describe(net):
             c = net.csr
             sha1 = net._sha1 = _sha1(c.indptr.astype(np.int64), c.indices.astype(np.int64), c.data)
         return {"type": "MixingMatrix", "n": int(net.n), "stochastic": net.stochastic, "sha1": sha1}
+    if not isinstance(net, Network):  # (helper 199: describe(5) had met an AttributeError)
+        raise TypeError(f"net must be a network or a MixingMatrix, got {type(net).__name__}")
     return net.describe()
 
 

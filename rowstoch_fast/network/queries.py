@@ -180,7 +180,8 @@ def redrawn(net, shift):
     >>> redrawn(net, 5)  # topk draws nothing: its seed is kept
     Compressed(Lossy(MixingMatrix(n=4, nnz=8, dtype=float64), p=0.1, seed=8, model='bernoulli'), 'topk', k=1, seed=0)
     """
-    return _shifted(net, check_int(shift, "shift"), lambda layer: layer.draws)
+    return _shifted(network_checked(net), check_int(shift, "shift"), lambda layer: layer.draws)  # (helper 199:
+    # redrawn("x", 1) had returned "x")
 
 
 def draws(net):

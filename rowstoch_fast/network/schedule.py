@@ -6,9 +6,9 @@ from __future__ import annotations
 import numpy as np
 import scipy.sparse as sp
 
-from .._checks import check_choice, check_int
+from .._checks import check_choice, check_int, require_memory
 from .._hashing import MAX_T
-from ..mixing import MixingMatrix
+from ..mixing import BUILD_BYTES_PER_ENTRY, MixingMatrix
 from ._rounds import _unconnected
 from .base import Network
 
@@ -125,6 +125,9 @@ def one_peer_exponential(n, stochastic="row"):
     check_choice(stochastic, "stochastic", ("row", "column"),
                  f"stochastic must be 'row' or 'column', got {stochastic!r}")
     period = max(1, int(np.ceil(np.log2(n))))
+    require_memory(2.0 * n * (16 * period + BUILD_BYTES_PER_ENTRY), f"one_peer_exponential({n}): {period} "
+                   f"matrices of {2 * n} weights")  # (each kept, 16 bytes a weight, and one being built: helper 199,
+    # 10**9 had met NumPy's "Unable to allocate 7.45 GiB")
     mats = []
     for k in range(period):
         h = (2**k) % n
