@@ -348,9 +348,8 @@ class NetworkTracker:
     def check(network, kind, max_bytes=None):
         """Refuse (ValueError) a Perron tracker and (MemoryError) a V_t over the memory limit, naming the
         algorithms that need no diagonal tracker."""
-        from .network import Network
-
-        if not isinstance(network, Network):  # (helper 199: an array had met an AttributeError on 'n')
+        if not all(hasattr(network, name) for name in ("mix", "matrix", "n", "dtype")):  # (helper 199: an array had
+            # met an AttributeError on 'n'; read by what it has: the network package imports this module's users)
             raise TypeError(f"network must be a time-varying network (rowstoch_fast.network: Lossy, Sleepy, Schedule, "
                             f"...), got {type(network).__name__}; a static matrix's tracker is DiagTracker")
         if check_tracker(kind) != "exact":

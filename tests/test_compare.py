@@ -4567,7 +4567,7 @@ def test_cli_compare_runs_an_experiment_file_and_saves_what_made_the_results(tmp
      "(add [network] undirected)"),
     (lambda t: t.replace('formats = ["png", "svg"]', 'formats = ["png", "svg"]\nx = "cost"'),
      "exp.toml: [outputs] x cost needs [outputs] cost_weights"),
-    (lambda t: t.replace("n = 8", "n = -3"), "exp.toml: cannot build ring with n=-3"),
+    (lambda t: t.replace("n = 8", "n = -3"), "exp.toml: [network] n must be >= 1, got -3"),
     (lambda t: t.replace("repeats = 2", 'repeats = "2"'), "[run] repeats must be an integer, got str '2'"),
     (lambda t: t.replace("lr = 0.1", 'lr = "fast"'), "[algorithms.dsgd] lr must be a number, got str 'fast'"),
     (lambda t: t.replace("[algorithms.push-pull]", "[algorithms.pushpull]"), "unknown algorithm 'pushpull'"),
