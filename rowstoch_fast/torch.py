@@ -160,7 +160,7 @@ class GradFn:
         if inputs.shape[0] != N or targets.shape[0] != N:
             raise ValueError(f"batch_fn must give one batch per node: got {inputs.shape[0]} inputs and "
                              f"{targets.shape[0]} targets for {N} replicas")
-        return inputs.to(r.device), targets.to(r.device)
+        return r._inputs_checked(inputs.to(r.device), "batch_fn's inputs"), targets.to(r.device)
 
     def __call__(self, X):
         r = self.replicas
@@ -208,9 +208,11 @@ class _named_failure:
         if kind in (RuntimeError, IndexError, ValueError, AssertionError):  # (torch.OutOfMemoryError: as it is)
             i, t = self.inputs, self.targets
             rows = ", one row per replica" if self.source == "batch_fn's batches" else ""
+            given = f"inputs {tuple(i.shape)} {i.dtype}" + (f", targets {tuple(t.shape)} {t.dtype}" if t is not None
+                                                            else "")
             raise (ValueError if kind is AssertionError else kind)(
-                f"the model and loss failed on {self.source} (inputs {tuple(i.shape)} {i.dtype}, targets "
-                f"{tuple(t.shape)} {t.dtype}{rows}): {exc}") from exc
+                f"the model{' and loss' if t is not None else ''} failed on {self.source} ({given}{rows}): "
+                f"{exc}") from exc
         return False
 
 
@@ -424,16 +426,27 @@ class Replicas:
             :class:`DecentralizedOptimizer` steps with).
         """
         torch = _torch()
-        inputs = torch.as_tensor(inputs).to(self.device)
+        inputs = self._inputs_checked(torch.as_tensor(inputs).to(self.device), "inputs")
         N = self.n * self.repeats
         if self.repeats > 1 and inputs.shape[:2] == (self.repeats, self.n):
             inputs = inputs.flatten(0, 1)
         if inputs.ndim == 0 or inputs.shape[0] != N:
             raise ValueError(f"inputs must hold one batch per node on its first axis ({N}), got shape "
                              f"{tuple(inputs.shape)}")
-        return self._outputs(self.params.reshape(N, self.d), inputs)
+        with _named_failure(inputs, None, "forward's inputs"):  # (a feature count the model does not take: torch's
+            # words alone named no argument)
+            return self._outputs(self.params.reshape(N, self.d), inputs)
 
     __call__ = forward
+
+    def _inputs_checked(self, inputs, source):
+        """``inputs`` (a tensor) where they are not floating point values of another dtype than the parameters' (a
+        TypeError naming ``source``: torch's "Input dtypes must be the same" named neither; integer inputs, token
+        ids, pass)."""
+        if inputs.is_floating_point() and inputs.dtype != self.dtype:
+            raise TypeError(f"{source} are {inputs.dtype} but the replicas' parameters are {self.dtype}: convert "
+                            f"them (.to({self.dtype})) or build Replicas(..., dtype={inputs.dtype})")
+        return inputs
 
     def losses(self, outputs, targets):
         """Each node's mean loss on its batch (:attr:`loss` of :meth:`forward`'s outputs): shape ``(n,)``. Their
@@ -555,7 +568,7 @@ class Replicas:
         from torch.func import functional_call, vmap
 
         inputs, targets = _eval_set(inputs, targets, batch_size)
-        inputs, targets = inputs.to(self.device), targets.to(self.device)
+        inputs, targets = self._inputs_checked(inputs.to(self.device), "evaluate's inputs"), targets.to(self.device)
         classes = _class_labels(targets)
         base = copy.deepcopy(self._base).eval()
         run = vmap(lambda params, buffers, x: functional_call(base, (params, buffers), (x,)), in_dims=(0, 0, None))
@@ -893,6 +906,12 @@ def _optimizer_class():
                 raise ValueError(f"state['buffers'] does not fit the replicas' buffers: saved "
                                  f"{ {k: tuple(b.shape) for k, b in buffers.items()} }, here "
                                  f"{ {k: tuple(b.shape) for k, b in mine.items()} }")
+            x = saved.get("x")
+            if x is not None and tuple(np.shape(x)) != tuple(self.inner.x.shape):  # (helper 196's list: another
+                # model's state met torch's "shape '[4, 12]' is invalid for input of size 32")
+                raise ValueError(f"state['rowstoch']['x'] holds models of shape {tuple(np.shape(x))}, but these "
+                                 f"replicas' are {tuple(self.inner.x.shape)} (n x the model's parameter count): "
+                                 "the state is another model's or another network's")
             self.inner = type(self.inner).from_state_dict(saved, **matrices)
             self._lr = self.inner.lr  # (a rate a scheduler set after the last step: applied by the next, as it was)
             saved = state.get("param_groups")

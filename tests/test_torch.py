@@ -1092,3 +1092,29 @@ def test_a_torch_tensor_is_taken_as_an_algorithm_s_matrix_as_mixingmatrix_takes_
         for _ in range(3):
             opt.step(lambda X: X - 1.0)
     np.testing.assert_array_equal(a.x, b.x)
+
+
+def test_another_models_state_and_inputs_of_another_dtype_are_named():
+    """A state saved from another model met torch's "shape '[4, 12]' is invalid for input of size 32"; float64
+    inputs to float32 replicas torch's "Input dtypes must be the same" (forward) or "expected scalar type Double"
+    (evaluate), a batch of another feature count its bmm's sizes, none naming what was given."""
+    from rowstoch_fast.torch import DecentralizedOptimizer, Replicas
+
+    torch.manual_seed(0)
+    small, large = Replicas(torch.nn.Linear(3, 2), 4), Replicas(torch.nn.Linear(5, 2), 4)
+    opt_small = DecentralizedOptimizer(small, "dsgd", topology.ring(4), lr=0.1)
+    opt_large = DecentralizedOptimizer(large, "dsgd", topology.ring(4), lr=0.1)
+    with pytest.raises(ValueError, match=r"state\['rowstoch'\]\['x'\] holds models of shape \(4, 8\), but these "
+                                         r"replicas' are \(4, 12\)"):
+        opt_large.load_state_dict(opt_small.state_dict())
+    x, y = torch.randn(4, 8, 3), torch.randint(0, 2, (4, 8))
+    with pytest.raises(TypeError, match=r"inputs are torch.float64 but the replicas' parameters are torch.float32"):
+        small(x.double())
+    with pytest.raises(TypeError, match=r"evaluate's inputs are torch.float64"):
+        small.evaluate(x[0].double(), y[0])
+    with pytest.raises(TypeError, match=r"batch_fn's inputs are torch.float64"):
+        small.grad_fn(lambda i, t: (x[i].double(), y[i]))(small.x0())
+    with pytest.raises(RuntimeError, match=r"the model failed on forward's inputs \(inputs \(4, 8, 5\) torch.float32\)"):
+        small(torch.randn(4, 8, 5))
+    assert small(x).shape == (4, 8, 2) and small(x.numpy()).shape == (4, 8, 2)
+    opt_small.load_state_dict(opt_small.state_dict())
