@@ -122,10 +122,12 @@ class Regularizer:
             raise ValueError("v must have a last axis of d values (shape (..., d)), got a scalar")
         if xp is not None and not hasattr(xp, "asarray"):  # (helper 199: "numpy" met an AttributeError)
             raise TypeError(f"xp must be an array module (numpy, cupy), got {type(xp).__name__} {xp!r}")
-        if out is not None and (getattr(out, "shape", None) != v.shape or getattr(out, "dtype", None) != v.dtype):
-            # (helper 199: a float32 out had rounded a float64 result unsaid, a shorter one met NumPy's broadcast)
-            raise ValueError(f"out must be an array of v's shape {v.shape} and dtype {v.dtype}, got "
-                             f"{type(out).__name__} of shape {getattr(out, 'shape', None)} and dtype "
+        if out is not None and (getattr(out, "shape", None) != v.shape or
+                                not np.can_cast(v.dtype, getattr(out, "dtype", object), "safe")):
+            # (helper 199: a float32 out had rounded a float64 result unsaid, a shorter one met NumPy's broadcast;
+            # a wider one loses nothing, helper 200)
+            raise ValueError(f"out must be an array of v's shape {v.shape} and of its dtype {v.dtype} or a wider "
+                             f"one, got {type(out).__name__} of shape {getattr(out, 'shape', None)} and dtype "
                              f"{getattr(out, 'dtype', None)}")
         return self._prox(v, _check_step(step, v), _xp(v) if xp is None else xp, out)
 

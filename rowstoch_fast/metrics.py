@@ -170,7 +170,8 @@ class NetworkMetrics:
 
 
 # ---------------------------------------------------------------------- rates
-#: The largest iteration count and number of nodes the rates take (the kernels' int64).
+#: The largest iteration count and number of nodes the rates take (far past any run: 10**400 had met an
+#: OverflowError in a square root).
 MAX_COUNT = 2**63 - 1
 
 
@@ -514,7 +515,7 @@ def metrics_table(named):
     named = list(named.items() if isinstance(named, dict) else named)  # (helper 199: a dict had met "not enough
     # values to unpack", its keys read as pairs)
     for k, pair in enumerate(named):
-        if not (isinstance(pair, tuple) and len(pair) == 2 and hasattr(pair[1], "metrics")):
+        if not (isinstance(pair, (tuple, list)) and len(pair) == 2 and hasattr(pair[1], "metrics")):
             raise TypeError(f"named[{k}] must be a (name, MixingMatrix) pair, got {type(pair).__name__} "
                             f"{pair!r:.60}")
     for name, A in named:

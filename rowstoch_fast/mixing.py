@@ -692,9 +692,10 @@ def _check_drawing(ax, path, node_color, edge_color):
 
     if ax is not None and not hasattr(ax, "add_patch"):
         raise TypeError(f"ax must be a matplotlib Axes, got {type(ax).__name__}")
-    if path is not None:
+    if path is not None and not hasattr(path, "write"):  # (a file object: savefig writes PNG there)
         if not isinstance(path, (str, os.PathLike)) or not os.fspath(path):
-            raise TypeError(f"path must be a file name (str or os.PathLike), got {type(path).__name__} {path!r:.60}")
+            raise TypeError(f"path must be a file name (str or os.PathLike) or a file object, got "
+                            f"{type(path).__name__} {path!r:.60}")
         kinds = Figure().canvas.get_supported_filetypes()
         kind = os.path.splitext(os.fspath(path))[1].lstrip(".").lower()
         if kind and kind not in kinds:
@@ -844,7 +845,7 @@ def _check_entries(csr):
         raise ValueError(f"W must be non-negative; W[{i}, {j}] = {csr.data[neg][0]} (row {i})")
 
 
-def cached(M, key, compute):
+def _cached(M, key, compute):
     """``compute(M)`` once per (immutable) matrix ``M``, kept with its other derived data."""
     cache = M._diag_cache
     if key not in cache:
@@ -855,13 +856,21 @@ def cached(M, key, compute):
 def columns_sum_to_one(A):
     """``A``'s columns sum to 1 too (a doubly stochastic matrix), at the tolerance its construction checks rows
     at; computed once per matrix (``rowstoch compare`` asks it of every undirected method)."""
-    return A.doubly or cached(A, "columns_sum_to_one", lambda A: off_sums(A.csr, "column")[0].size == 0)
+    return A.doubly or _cached(A, "columns_sum_to_one", lambda A: off_sums(A.csr, "column")[0].size == 0)
 
 
 def first_asymmetry(W):
     """The first ``(i, j, W[i, j], W[j, i])`` where the matrix ``W`` is not symmetric (beyond rounding), or None;
     computed once per matrix."""
-    return cached(W, "asymmetry", _first_asymmetry)
+    return _cached(W, "asymmetry", _first_asymmetry)
+
+
+def asymmetric_rounds(bad):
+    """Why the rounds of losses or sleep over ``W`` do not stay doubly stochastic, ``bad`` being
+    :func:`first_asymmetry`'s finding (one message: the undirected methods' and :meth:`Network.undirected`'s)."""
+    i, j, wij, wji = bad
+    return (f"the rounds of losses or sleep over W stay doubly stochastic only for a symmetric W (an undirected "
+            f"graph's weights): W[{i}, {j}] = {wij:.6g} but W[{j}, {i}] = {wji:.6g}")
 
 
 def _first_asymmetry(W):

@@ -540,7 +540,7 @@ PAPER_WEIGHTS = {"paper-ring": "in-degree weights",
                  "paper-nearest_neighbor": "random weights 1 or 2, rows normalized"}
 
 
-def _too_few(name, n):
+def _too_few():
     raise ValueError("it links each node to its nearest others and needs --n 2 or more")
 
 
@@ -560,6 +560,11 @@ def by_name(name, n, seed=0, undirected=False, weights="in-degree"):
         raise TypeError(f"name must be a topology's name (a str), got {type(name).__name__}")
     undirected = check_bool(undirected, "undirected")  # (a string "False" had linked the edges both ways)
     kw = {} if check_choice(weights, "weights", WEIGHTS) == "in-degree" else {"weights": weights}
+    if name.startswith("paper-") and name not in PAPER_NAMES:
+        raise UsageError(f"unknown paper graph {name!r}; choose from {', '.join(PAPER_NAMES)}")
+    if name not in NAMES + PAPER_NAMES:
+        raise UsageError(f"unknown topology {name!r}{did_you_mean(name, NAMES + PAPER_NAMES)}; choose from "
+                         f"{', '.join(NAMES + PAPER_NAMES)}")
     try:  # (helper 199: grid's n = 16.0 and True had built a 4 x 4 grid and one node, -4 failed in a square root)
         n = check_int(n, "--n", minimum=1)
     except (TypeError, ValueError) as exc:
@@ -567,8 +572,6 @@ def by_name(name, n, seed=0, undirected=False, weights="in-degree"):
     if name.startswith("paper-"):
         key = name[len("paper-"):]
         graphs = paper_graphs()
-        if key not in graphs:
-            raise UsageError(f"unknown paper graph {name!r}; choose from {', '.join(PAPER_NAMES)}")
         if undirected or kw:
             raise UsageError(f"--topology {name} is the paper's own matrix: drop --undirected and --weights")
         if n != graphs[key].n:  # (helper 199: by_name("paper-ring", 5) had returned its 16 nodes, n ignored)
@@ -596,14 +599,11 @@ def by_name(name, n, seed=0, undirected=False, weights="in-degree"):
         "geometric": lambda: geometric(n, radius=min(1.5, 2.0 * np.sqrt(np.log(max(n, 2)) / n)), seed=seed,
                                                 **kw),
         "nearest_neighbor": lambda: nearest_neighbor(n, min(3, n - 1), seed=seed, **kw) if n > 1 else
-        _too_few(name, n),
+        _too_few(),
         "erdos_renyi": lambda: erdos_renyi(n, min(1.0, 2.0 * np.log(max(n, 2)) / n), seed=seed, **kw),
         "complete": lambda: complete(n, **kw),
         "star": lambda: star(n, **kw),
     }
-    if name not in builders:
-        raise UsageError(f"unknown topology {name!r}{did_you_mean(name, NAMES + PAPER_NAMES)}; choose from "
-                         f"{', '.join(NAMES + PAPER_NAMES)}")
     try:
         return builders[name]()
     except (ValueError, TypeError) as exc:  # (the Python keyword named as the option that sets it)

@@ -160,7 +160,7 @@ class GradFn:
         if inputs.shape[0] != N or targets.shape[0] != N:
             raise ValueError(f"batch_fn must give one batch per node: got {inputs.shape[0]} inputs and "
                              f"{targets.shape[0]} targets for {N} replicas")
-        return r._inputs_checked(inputs.to(r.device), "batch_fn's inputs"), targets.to(r.device)
+        return inputs.to(r.device), targets.to(r.device)
 
     def __call__(self, X):
         r = self.replicas
@@ -173,7 +173,7 @@ class GradFn:
         G = loss = None
         for _ in range(self.rounds or 1):  # (eq. 12b: R gossip rounds per iteration average R mini-batches)
             inputs, targets = self._batches(self.iteration)
-            with _named_failure(inputs, targets):
+            with _named_failure(inputs, targets, dtype=r.dtype):
                 g, l = self._gradients(P.reshape(-1, r.d), inputs, targets)  # repetitions: one flat set of replicas
             G, loss = (g, l) if G is None else (G + g, loss + l)
             self.iteration += 1
@@ -198,8 +198,8 @@ class _named_failure:
     ``batch_fn``'s batches, one row per replica, or :meth:`Replicas.evaluate`'s data). Torch's assertions (a
     loss's "multi-target not supported") become ValueErrors."""
 
-    def __init__(self, inputs, targets, source="batch_fn's batches"):
-        self.inputs, self.targets, self.source = inputs, targets, source
+    def __init__(self, inputs, targets, source="batch_fn's batches", dtype=None):
+        self.inputs, self.targets, self.source, self.dtype = inputs, targets, source, dtype
 
     def __enter__(self):
         return self
@@ -210,9 +210,12 @@ class _named_failure:
             rows = ", one row per replica" if self.source == "batch_fn's batches" else ""
             given = f"inputs {tuple(i.shape)} {i.dtype}" + (f", targets {tuple(t.shape)} {t.dtype}" if t is not None
                                                             else "")
+            hint = (f"; the replicas' parameters are {self.dtype}: convert the inputs (.to({self.dtype})) or build "
+                    f"the replicas in their dtype" if self.dtype is not None and i.is_floating_point() and
+                    i.dtype != self.dtype else "")  # (a model may cast its inputs itself: not refused before it runs)
             raise (ValueError if kind is AssertionError else kind)(
                 f"the model{' and loss' if t is not None else ''} failed on {self.source} ({given}{rows}): "
-                f"{exc}") from exc
+                f"{exc}{hint}") from exc
         return False
 
 
@@ -426,27 +429,18 @@ class Replicas:
             :class:`DecentralizedOptimizer` steps with).
         """
         torch = _torch()
-        inputs = self._inputs_checked(torch.as_tensor(inputs).to(self.device), "inputs")
+        inputs = torch.as_tensor(inputs).to(self.device)
         N = self.n * self.repeats
         if self.repeats > 1 and inputs.shape[:2] == (self.repeats, self.n):
             inputs = inputs.flatten(0, 1)
         if inputs.ndim == 0 or inputs.shape[0] != N:
             raise ValueError(f"inputs must hold one batch per node on its first axis ({N}), got shape "
                              f"{tuple(inputs.shape)}")
-        with _named_failure(inputs, None, "forward's inputs"):  # (a feature count the model does not take: torch's
-            # words alone named no argument)
+        with _named_failure(inputs, None, "forward's inputs", self.dtype):  # (a feature count the model does not
+            # take: torch's words alone named no argument)
             return self._outputs(self.params.reshape(N, self.d), inputs)
 
     __call__ = forward
-
-    def _inputs_checked(self, inputs, source):
-        """``inputs`` (a tensor) where they are not floating point values of another dtype than the parameters' (a
-        TypeError naming ``source``: torch's "Input dtypes must be the same" named neither; integer inputs, token
-        ids, pass)."""
-        if inputs.is_floating_point() and inputs.dtype != self.dtype:
-            raise TypeError(f"{source} are {inputs.dtype} but the replicas' parameters are {self.dtype}: convert "
-                            f"them (.to({self.dtype})) or build Replicas(..., dtype={inputs.dtype})")
-        return inputs
 
     def losses(self, outputs, targets):
         """Each node's mean loss on its batch (:attr:`loss` of :meth:`forward`'s outputs): shape ``(n,)``. Their
@@ -568,7 +562,7 @@ class Replicas:
         from torch.func import functional_call, vmap
 
         inputs, targets = _eval_set(inputs, targets, batch_size)
-        inputs, targets = self._inputs_checked(inputs.to(self.device), "evaluate's inputs"), targets.to(self.device)
+        inputs, targets = inputs.to(self.device), targets.to(self.device)
         classes = _class_labels(targets)
         base = copy.deepcopy(self._base).eval()
         run = vmap(lambda params, buffers, x: functional_call(base, (params, buffers), (x,)), in_dims=(0, 0, None))
@@ -580,7 +574,7 @@ class Replicas:
         with torch.no_grad():
             for s in range(0, len(targets), batch_size):
                 t = targets[s:s + batch_size]
-                with _named_failure(inputs, targets, "evaluate's inputs and targets"):  # (a feature
+                with _named_failure(inputs, targets, "evaluate's inputs and targets", self.dtype):  # (a feature
                     # count the model does not take, labels past its classes: torch's words alone named neither)
                     out = run(params, self.buffers, inputs[s:s + batch_size])  # (replicas, B, classes)
                     losses += _scalar_losses(loss(out, t), N).double() * len(t)

@@ -346,12 +346,13 @@ class NetworkTracker:
 
     @staticmethod
     def check(network, kind, max_bytes=None):
-        """Refuse (ValueError) a Perron tracker and (MemoryError) a V_t over the memory limit, naming the
-        algorithms that need no diagonal tracker."""
+        """Refuse (TypeError) what is not a network, (ValueError) a tracker kind other than ``"exact"``, a limit that
+        is not a number above 0, and (MemoryError) a V_t over the memory limit, naming the algorithms that need no
+        diagonal tracker."""
         if not all(hasattr(network, name) for name in ("mix", "matrix", "n", "dtype")):  # (helper 199: an array had
             # met an AttributeError on 'n'; read by what it has: the network package imports this module's users)
-            raise TypeError(f"network must be a time-varying network (rowstoch_fast.network: Lossy, Sleepy, Schedule, "
-                            f"...), got {type(network).__name__}; a static matrix's tracker is DiagTracker")
+            raise TypeError(f"network must be a network (rowstoch_fast.network: Lossy, Sleepy, Schedule, ...) or a "
+                            f"MixingMatrix, got {type(network).__name__}")
         if check_tracker(kind) != "exact":
             raise ValueError(f"tracker={kind!r} needs a static network (diag(pi) has no meaning when A changes "
                              "with t); use tracker='exact' on a time-varying network")

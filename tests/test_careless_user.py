@@ -680,7 +680,8 @@ def test_seeds_sizes_and_node_ids_are_checked_by_name(call, error, fragment):
     ("objectives.NonconvexLogistic.synthetic(n=4, total=800, batch=20, seed=0, heterogeneity=1e308)", ValueError,
      "heterogeneity = 1e+308 overflows the margins"),
     ("composite.L1(1).prox(np.ones(3), 0.1, out=np.empty(3, dtype=np.float32))", ValueError,
-     "out must be an array of v's shape (3,) and dtype float64, got ndarray of shape (3,) and dtype float32"),
+     "out must be an array of v's shape (3,) and of its dtype float64 or a wider one, got ndarray of shape (3,) and "
+     "dtype float32"),
     ("composite.L1(1).prox(np.ones(3), 0.1, out=np.empty(2))", ValueError, "out must be an array of v's shape"),
     ("composite.L1(1).prox(np.ones(3), 0.1, xp='numpy')", TypeError, "xp must be an array module"),
     ("composite.Box([0, 1, 2], [1, 2])", ValueError, "lower and upper must hold as many bounds (d each), got 3 and 2"),
@@ -715,8 +716,25 @@ def test_layers_matrices_objectives_and_regularizers_check_what_they_are_given(c
              "metrics": metrics}
     with pytest.raises(error, match=re.escape(fragment)):
         eval(call, names)
+
+
+def test_what_those_checks_let_through_still_works():
+    """The valid inputs beside helper 199's bad ones (helper 200): a Scaled description read back, pairs as a dict or
+    lists, a wider ``out``, a file object to draw into, a fixed delay's messages mixed in order."""
+    import io
+
+    from rowstoch_fast import composite, metrics, network
+
     assert composite.as_regularizer((composite.L1(1) * 3).describe()) == composite.L1(1) * 3
     assert metrics.metrics_table({"ring": topology.ring(4)}).splitlines()[2].startswith("ring ")
+    assert metrics.metrics_table([["ring", topology.ring(4)]]).splitlines()[2].startswith("ring ")
+    wide = composite.L1(1).prox(np.ones(3, np.float32), 0.1, out=np.empty(3))
+    assert wide.dtype == np.float64 and np.allclose(wide, 0.9)
+    png = io.BytesIO()
+    topology.ring(4).draw(path=png)
+    assert png.getvalue().startswith(b"\x89PNG")
+    net = network.Delayed(topology.ring(4), max_delay=2, delay="fixed")
+    assert [float(net.mix(np.full((4, 1), float(t)), t, d=1)[0, 0]) for t in range(4)] == [0.0, 0.5, 1.0, 2.0]
 
 
 def test_seeds_numpy_takes_still_work():

@@ -6178,7 +6178,8 @@ def test_a_rate_no_tuning_stream_found_stable_is_ranked_where_the_evaluation_end
                              columns=["iteration", "rep", "suboptimality"])
         status, why = verdict.status_of(frame, "suboptimality", {}, lr=1e-4, lr_source=cmp.UNTUNABLE,
                                         iterations=400, tuning=tuning)
-        assert status == want and why.startswith("no rate in 0.0001..1 made progress and stayed stable over the budget ("), why
+        assert status == want and why.startswith("no rate in 0.0001..1 made progress and stayed stable over the "
+                                                 "budget ("), why
         if want == "ok":
             assert why.endswith("; the evaluation's repetitions ended ok at it, and it is ranked"), why
         else:

@@ -1292,7 +1292,8 @@ def test_a_history_keeps_each_message_as_the_plain_assignment_would(n, width, D,
 
 def test_the_networks_own_history_of_messages_warns_where_calls_skip_or_go_back():
     """Helper 199: fixed delays of 2 mixed outside an optimizer at t = 0, 2, 4, 6 read x(t) (0, 2, 4, 6) where the
-    definition reads x(t - 2) (0, 1, 3, 5), going back or widening the block started the history again, unsaid.
+    definition reads x(t - 2) (0, 1, 3, 5), going back, widening the block or adding rounds started the history
+    again, unsaid.
     Calls in order, a new run from t = 0 and an optimizer's own state say nothing."""
     import warnings
 
@@ -1309,5 +1310,7 @@ def test_the_networks_own_history_of_messages_warns_where_calls_skip_or_go_back(
     with pytest.warns(RuntimeWarning, match=r"\.mix: iteration 2 after 0: the network's own history of messages "
                                             r"starts again from iteration 2's"):
         net.mix(np.ones((4, 1)), 0), net.mix(np.ones((4, 1)), 2)
-    with pytest.warns(RuntimeWarning, match=r"a block of 3 values a node \(float64\) after 1 \(float64\)"):
+    with pytest.warns(RuntimeWarning, match=r"\.mix: a block of 3 values a node after 1: the network's own"):
         net.mix(np.ones((4, 1)), 3), net.mix(np.ones((4, 3)), 4)
+    with pytest.warns(RuntimeWarning, match=r"\.mix: rounds = 2 after 1: the network's own"):
+        net.mix(np.ones((4, 3)), 5, 2)

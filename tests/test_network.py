@@ -1664,7 +1664,7 @@ def test_a_network_of_the_user_s_that_is_neither_a_layer_nor_a_source_is_named()
     (lambda nt, net: type(nt)(net, max_bytes=np.nan), ValueError, "max_bytes must be a number above 0"),
     (lambda nt, net: type(nt)(net, max_bytes="x"), TypeError, "max_bytes must be a number above 0"),
     (lambda nt, net: type(nt)(net, kind="bogus"), ValueError, "tracker must be 'exact' or 'perron', got 'bogus'"),
-    (lambda nt, net: type(nt)(np.ones((3, 3)) / 3), TypeError, "network must be a time-varying network"),
+    (lambda nt, net: type(nt)(np.ones((3, 3)) / 3), TypeError, "network must be a network .* or a MixingMatrix, got"),
     (lambda nt, net: rf.tracker.diag_powers(topology.ring(4), 1, 3, max_work=np.nan), ValueError,
      "max_work must be a number above 0"),
 ])

@@ -29,8 +29,8 @@ import numpy as np
 
 from .. import backends
 from .._checks import check_bool, check_int, check_step_size, fmt_bytes, nodes_first, precision_of, require_memory
-from ..mixing import (as_matrix, columns_sum_to_one as _columns_sum_to_one, first_asymmetry as _asymmetry, MixingMatrix,
-                      off_sums)
+from ..mixing import (as_matrix, asymmetric_rounds, columns_sum_to_one as _columns_sum_to_one,
+                      first_asymmetry as _asymmetry, MixingMatrix, off_sums)
 from ..network import (Network, base_matrix, late, network_checked, out_links, source_matrices,
                        source_of, weights_of)
 from ._asktell import AskTell
@@ -86,10 +86,7 @@ def _as_matrix(M, name, owner):
                 W = _as_matrix(W, name, owner) if not scheduled else _round_doubly(W, owner)
                 bad = _asymmetry(W) if varying else None
                 if bad is not None:
-                    i, j, wij, wji = bad
-                    raise ValueError(f"{owner}: the rounds of losses or sleep over W stay doubly stochastic only for "
-                                     f"a symmetric W (an undirected graph's weights): W[{i}, {j}] = {wij:.6g} but "
-                                     f"W[{j}, {i}] = {wji:.6g}")
+                    raise ValueError(f"{owner}: {asymmetric_rounds(bad)}")
                 return W
             checked_rounds = M.map(checked)  # (each matrix checked first, in the method's words)
             try:

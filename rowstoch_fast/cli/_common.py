@@ -24,7 +24,8 @@ from ..topology import PAPER_WEIGHTS, by_name as build_topology
 def _topology_n(args):
     """``--n`` (16 when not given); a paper graph refuses any other n instead of ignoring it."""
     if args.topology.startswith("paper-") and args.n not in (None, 16):
-        raise UsageError(f"--topology {args.topology} is the paper's 16-node graph; it takes no --n (got {args.n})")
+        raise UsageError(f"--topology {args.topology} is the paper's 16-node graph; it takes no other --n (got "
+                         f"{args.n})")  # (by_name's words: checked here too, before what reads n first)
     return 16 if args.n is None else args.n
 
 

@@ -9,34 +9,34 @@ Statuses (:data:`STATUSES`):
   the repetitions, or in one of them), or another recorded metric did (:data:`WATCHED`: a consensus error that
   runs off);
 * ``no-progress``: ended above :data:`NO_PROGRESS` times its start;
-* ``unstable``: the tuner found no stable rate (it ran at the smallest rate tried), or the run climbs off at the
-  end of its budget: its ranked metric ends above its lowest level by the tuner's stability factor (where the
+* ``unstable``: the run climbs off at the end of its budget: its ranked metric ends above its lowest level by the tuner's stability factor (where the
   repetitions ran one trajectory; tenfold, and still rising, where they differ, or twice at an even pace to the
   end: :func:`_ramp`), or its consensus error runs off at the end of the budget
   (:func:`~rowstoch_fast.compare.tuning.climbs`), or some of its repetitions, not all, go back above their start
   (at the end, or after falling below half of it) while the others make progress (a rate one draw undoes). A
   tuned rate found ``diverged`` or ``unstable`` runs again, once, at the best stable rate of the tuning at least a
-  fifth of a decade below it (:func:`next_stable`), and the table shows that run, its rate's source ``next stable``;
+  fifth of a decade below it (:func:`next_stable`), and the table shows that run, its rate's source ``next stable``.
+  Where the tuner found no stable rate (its source ``none stable``), the rate shown is its fallback
+  (:func:`~rowstoch_fast.compare.tuning.tune`'s) and its evaluation's repetitions decide the status as above, the
+  diagnosis saying what no rate of the grid did (:func:`none_did`, :func:`tuning_failures`);
 * ``interrupted``: stopped by Ctrl-C or SIGTERM before the end of its budget (``--resume`` continues it).
 
 Only ``ok`` runs are ranked and only they can be bold. Ranks (:func:`ranks`): a method's rank is one plus the
-number of methods that are *distinguishably* better, where two methods are distinguishable when the means of the
-logarithms of their final values over the repetitions differ by more than Welch's two-sided test tells
-(:func:`welch_p`: Student's t at the Welch-Satterthwaite degrees of freedom) at a family-wise level of
-:data:`TIE_LEVEL` over every pair of the section's methods (:func:`holm`: Holm's step-down, valid whatever the
-dependence between the pairs; m counts the pairs tested: a pair within rounding, or with a method of one
-repetition, is not); methods that cannot be told apart share a rank. Each section of a table (graph, setting)
-is its own family, as it is ranked on its own. Tested pair by pair at 5% each, 19 methods that were one and the
-same had been told apart 86-89% of the time (171 pairs: about 8.5 false separations expected); with Holm's,
-2-5% (at most 5%). Two methods alone are tested as before (one pair). The price is power at few repetitions: at
-five, a method 2x worse than ten others (their logarithms spread 0.3) is told worse than one of them half the
-time (99% pair by pair, with the false separations); at ten, 99%.
-The test is unpaired on purpose,
-although repetition ``r`` of every method draws the same gradient streams: paired over those streams, methods
-whose final values differ by far less than their spread from repetition to repetition would be told apart (on
-the default 16-node problem DIGing ends 0.037% below DSGD, 3.0 paired standard errors, and Push-Pull 0.024% below
-AugDGM, 5.6, where the final values spread by 18% from repetition to repetition), and the table would rank
-differences of the shared streams, not of the methods.
+number of methods that are *distinguishably* better, where two methods are distinguishable when the logarithms of
+their final values differ by more than a two-sided test tells at a family-wise level of :data:`TIE_LEVEL` over
+every pair of the section's methods (:func:`holm`: Holm's step-down, valid whatever the dependence between the
+pairs; m counts the pairs tested: a pair within rounding, or with a method of one repetition, is not); methods
+that cannot be told apart share a rank. The test is paired where the two methods ran the same repetitions (two or
+more: repetition ``r`` of every method draws the same gradient streams and network draws, and a draw that is hard
+for one is hard for the others), on the differences of their logarithms repetition by repetition (:func:`_paired`:
+a method 10-25x worse than another in every one of four repetitions had been tied with it by the unpaired test,
+whose spreads carry the shared draws' own, helper 195); Welch's otherwise (:func:`welch_p`: Student's t at the
+Welch-Satterthwaite degrees of freedom; a method of an earlier comparison kept beside them, with other
+repetitions). Each section of a table (graph, setting) is its own family, as it is ranked on its own. Tested pair
+by pair at 5% each, 19 methods that were one and the same had been told apart 86-89% of the time (171 pairs:
+about 8.5 false separations expected); with Holm's, 2-5% (4.95% over 4,000 simulated tables of ten identical
+methods sharing each repetition's draw, paired). The price is power at few repetitions: at five, a method 2x worse
+than ten others (their logarithms spread 0.3) is told worse than one of them about half the time; at ten, 99%.
 """
 
 from __future__ import annotations

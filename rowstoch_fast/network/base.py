@@ -8,7 +8,7 @@ import numpy as np
 
 from .._checks import as_float_array, check_int, check_out, MAX_KEY, MAX_ROUNDS
 from .._hashing import MAX_T
-from ..mixing import columns_sum_to_one, first_asymmetry, MixingMatrix, off_sums
+from ..mixing import asymmetric_rounds, columns_sum_to_one, first_asymmetry, MixingMatrix, off_sums
 from ._rounds import _compiled_rounds, _mix_entries
 
 
@@ -229,7 +229,9 @@ class Network:
         message layers over them); ``stochastic`` is then ``"doubly"``. Every loss (a bursty link's two messages
         each have their chain) and activation model, over a matrix or a :class:`Schedule` of them (a schedule
         alone is the same schedule: its rounds lose nothing). The definition:
-        ``_reference.lossy_round(..., symmetric=True)``.
+        ``_reference.lossy_round(..., symmetric=True)``. Raises ValueError where the rule cannot keep the rounds
+        doubly stochastic: a W that is not symmetric under losses or sleep, or not doubly stochastic under message
+        layers alone, and a layer that does not declare that it keeps symmetry.
 
         Examples
         --------
@@ -252,17 +254,17 @@ class Network:
             layer = layer.base
         if not (isinstance(layer, MixingMatrix) or getattr(layer, "acts_on", None) == "matrices"):
             raise ValueError(f"{self!r}: the undirected rule needs a static matrix W under the network")
-        for W in (layer.matrices if isinstance(layer, Network) else [layer]) if layer is not net else ():  # (helper
+        scheduled = isinstance(layer, Network)
+        for k, W in enumerate(layer.matrices if scheduled else [layer]) if layer is not net else ():  # (helper
             # 199: a directed ring's losses had come back "doubly" stochastic with columns summing to 1.5 and 0.5;
             # a schedule alone is returned as it is, claiming nothing)
             if varying and (bad := first_asymmetry(W)) is not None:
-                i, j, wij, wji = bad
-                raise ValueError(f"the rounds of losses or sleep over W stay doubly stochastic only for a symmetric W "
-                                 f"(an undirected graph's weights): W[{i}, {j}] = {wij:.6g} but W[{j}, {i}] = "
-                                 f"{wji:.6g}")
+                raise ValueError(asymmetric_rounds(bad))
             if not varying and not columns_sum_to_one(W):
-                raise ValueError("the undirected rule needs a doubly stochastic W (an undirected graph's weights): "
-                                 f"column {int(off_sums(W.csr, 'column')[0][0])} of W does not sum to 1")
+                off, sums = off_sums(W.csr, "column")
+                raise ValueError(f"the undirected rule needs a doubly stochastic W (an undirected graph's weights): "
+                                 f"column {int(off[0])} of W{f' (the schedule matrix {k})' if scheduled else ''} sums "
+                                 f"to {float(sums[off[0]]):.6g}")
         return net
 
     def _entries(self, t, r):

@@ -31,8 +31,8 @@ class Delayed(_Messages):
     (``(max_delay + 1) n d`` values per quantity and round; checked against the memory before it is
     allocated), held by the optimizer and saved in its ``state_dict`` (a resume continues bit for bit). Calls
     of :meth:`mix` outside an optimizer share the network's own history: make them in iteration order (one that
-    skips or goes back to an iteration other than 0, or mixes a block of another width, starts it again from its
-    messages, with a RuntimeWarning; ``state={}`` keeps a history of your own).
+    skips or goes back to an iteration other than 0, or mixes a block of another width or over another number of
+    rounds, starts it again from its messages, with a RuntimeWarning; ``state={}`` keeps a history of your own).
 
     Parameters
     ----------

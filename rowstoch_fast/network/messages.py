@@ -154,7 +154,7 @@ class _Messages(Network):
         core, delayed, n = self.core(), self.delayed(), self.n
         if delayed is not None and state is None:
             state = self.__dict__.setdefault("_own_state", {})
-            _warn_if_restarted(self, state.get("ring"), t, n + (delayed.max_delay + 1) * rounds * n, cur)
+            _warn_if_restarted(self, state.get("ring"), t, rounds, cur)
         ring = None if delayed is None else delayed.ring(state, t, n, n, cur.shape[1], rounds, cur.dtype)
         for r in range(rounds):
             drawn = content_round(r, state)  # (this quantity's compression and noise)
@@ -238,22 +238,26 @@ class _Messages(Network):
         return -(-(values // L) * np.minimum(sized._bits(L, itemsize), 8 * itemsize * L) // 8), sized
 
 
-def _warn_if_restarted(net, ring, t, rows, X):
+def _warn_if_restarted(net, ring, t, rounds, X):
     """A RuntimeWarning where a call of ``net.mix`` outside an optimizer (the network's own history of messages)
     does not go on from the last one: iteration ``t`` neither the last one's nor the next (nor 0: a new run), or a
-    block of another width, so that the history starts again from ``t``'s messages (helper 199: fixed delays of 2
-    mixed at t = 0, 2, 4, 6 read x(t) where the definition reads x(t - 2))."""
+    block of another width, or another number of rounds, so that the history starts again from ``t``'s
+    messages (helper 199: fixed delays of 2 mixed at t = 0, 2, 4, 6 read x(t) where the definition reads x(t - 2))."""
     if ring is None or ring.last is None or t == 0:
         return
-    if t in (ring.last, ring.last + 1) and ring.buffer.shape == (rows, X.shape[1]) and ring.buffer.dtype == X.dtype:
+    why = [f"iteration {t} after {ring.last}"] if t not in (ring.last, ring.last + 1) else []
+    if X.shape[1] != ring.buffer.shape[1]:
+        why.append(f"a block of {X.shape[1]} values a node after {ring.buffer.shape[1]}")
+    if rounds != ring.rounds:
+        why.append(f"rounds = {rounds} after {ring.rounds}")
+    if not why:  # (the values' dtype is the network's: mix converts the block to it)
         return
     import warnings
 
-    why = (f"iteration {t} after {ring.last}" if t not in (ring.last, ring.last + 1) else
-           f"a block of {X.shape[1]} values a node ({X.dtype}) after {ring.buffer.shape[1]} ({ring.buffer.dtype})")
-    warnings.warn(f"{net!r}.mix: {why}: the network's own history of messages starts again from iteration {t}'s, "
-                  f"every link reading them; calls of mix outside an optimizer go in iteration order, one quantity "
-                  f"(pass state={{}} to keep a history of your own per quantity)", RuntimeWarning, stacklevel=3)
+    warnings.warn(f"{net!r}.mix: {', '.join(why)}: the network's own history of messages starts again from "
+                  f"iteration {t}'s, every link reading them; calls of mix outside an optimizer go in iteration "
+                  f"order, one quantity at one width and number of rounds (pass state={{}} to keep a history of your "
+                  f"own per quantity)", RuntimeWarning, stacklevel=3)
 
 
 def _stack_buffer(owner, shape, dtype):
