@@ -799,10 +799,11 @@ def _several_sections(table):
 
 
 def wide_ties(table):
-    """The note of a table where a method shares a rank with, or ranks above, one whose mean ends ten times lower
-    or more (``table.attrs["wide_ties"]``: :func:`~rowstoch_fast.compare.tables.summary`'s), else ``""``: its
-    repetitions spread too widely for the tests to tell it from that one (helper 189: GT-SAGA at 8.3e-6 +- 6.3e-6
-    ranked 1= over two repetitions, ABM at 3.5e-9 14=), which more repetitions would."""
+    """The note of a table where the tests do not tell a method from one whose mean ends ten times lower or more
+    (``table.attrs["wide_ties"]``: :func:`~rowstoch_fast.compare.tables.summary`'s), else ``""``: the repetitions
+    spread too widely for the tests, at the family-wise level over every pair, to tell it from that one (helper 189:
+    GT-SAGA at 8.3e-6 +- 6.3e-6 ranked 1= over two repetitions, ABM at 3.5e-9 14=; helper 202: GT-SAGA 10x above
+    20 methods at 1=, ranked 4=), which more repetitions would."""
     wide = getattr(table, "attrs", {}).get("wide_ties") or []
     if not wide:
         return ""
@@ -811,10 +812,11 @@ def wide_ties(table):
     low, high = min(w[2] for w in wide), max(w[2] for w in wide)
     span = times_text(low) if high < 1.5 * low else f"{times_text(low)[:-1]}-{times_text(high)}"
     fewest = min(w[3] for w in wide)
-    return (f"{names} share{'s' if len(wide) == 1 else ''} a rank with, or rank{'s' if len(wide) == 1 else ''} "
-            f"above, methods whose means end {span} lower: {'its' if len(wide) == 1 else 'their'} "
-            f"{fewest}{'+' if any(w[3] > fewest for w in wide) else ''} repetitions spread too widely for the tests "
-            f"to tell {'it' if len(wide) == 1 else 'them'} from those; more repetitions (--repeats) would.")
+    one = len(wide) == 1
+    return (f"{names} {'is' if one else 'are'} not told apart from methods whose means end {span} lower (a rank "
+            f"counts the methods told better): over {fewest}{'+' if any(w[3] > fewest for w in wide) else ''} "
+            f"repetitions the differences spread too widely for the tests, at {TIE_LEVEL:.0%} over all the pairs, to "
+            f"tell {'it' if one else 'them'} from those; more repetitions (--repeats) would.")
 
 
 def unmoved_start(table):

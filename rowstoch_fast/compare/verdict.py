@@ -9,9 +9,9 @@ Statuses (:data:`STATUSES`):
   the repetitions, or in one of them), or another recorded metric did (:data:`WATCHED`: a consensus error that
   runs off);
 * ``no-progress``: ended above :data:`NO_PROGRESS` times its start;
-* ``unstable``: the run climbs off at the end of its budget: its ranked metric ends above its lowest level by the tuner's stability factor (where the
-  repetitions ran one trajectory; tenfold, and still rising, where they differ, or twice at an even pace to the
-  end: :func:`_ramp`), or its consensus error runs off at the end of the budget
+* ``unstable``: the run climbs off at the end of its budget: its ranked metric ends above its lowest level by the
+  tuner's stability factor (where the repetitions ran one trajectory; tenfold, and still rising, where they differ,
+  or twice at an even pace to the end: :func:`_ramp`), or its consensus error runs off at the end of the budget
   (:func:`~rowstoch_fast.compare.tuning.climbs`), or some of its repetitions, not all, go back above their start
   (at the end, or after falling below half of it) while the others make progress (a rate one draw undoes). A
   tuned rate found ``diverged`` or ``unstable`` runs again, once, at the best stable rate of the tuning at least a
@@ -976,6 +976,12 @@ def ranks(finals, scale=None, higher_is_better=False, converged=CONVERGED, reps=
     >>> ranks(r)
     {'A': (1, True), 'B': (1, True), 'C': (2, True)}
     """
+    return ranks_told(finals, scale, higher_is_better, converged, reps)[0]
+
+
+def ranks_told(finals, scale=None, higher_is_better=False, converged=CONVERGED, reps=None):
+    """:func:`ranks` (its arguments), and ``{label: the labels told better than it}``: what the ranks count (a
+    method not told worse than another with a far lower mean is said, :func:`~rowstoch_fast.report.wide_ties`)."""
     if not isinstance(finals, dict):
         raise TypeError(f"finals must be a dict of label -> final values, got {type(finals).__name__}")
     finals = {label: np.atleast_1d(as_float_array(v, f"finals[{label!r}]", np.float64, ndim=(0, 1), finite=False))
@@ -994,7 +1000,7 @@ def ranks(finals, scale=None, higher_is_better=False, converged=CONVERGED, reps=
     higher_is_better = check_bool(higher_is_better, "higher_is_better")
     labels = list(finals)
     if not labels:
-        return {}
+        return {}, {}
     if scale is None:
         scale = max((float(np.max(np.abs(v[np.isfinite(v)]), initial=0.0)) for v in finals.values()), default=0.0)
     floor = max(converged * scale, 1e-300)
@@ -1007,7 +1013,7 @@ def ranks(finals, scale=None, higher_is_better=False, converged=CONVERGED, reps=
         mean[k], level[k], count[k] = sign * float(np.mean(v)), sign * float(np.mean(raw)), len(v)
     if all(np.size(finals[label]) < 2 for label in labels):  # one run each: no spread to tell any two apart
         # (a 1.6% gap from one seed ranked a method 1st, and 3rd on the next seed)
-        return {b: (1, len(labels) > 1) for b in labels}
+        return {b: (1, len(labels) > 1) for b in labels}, {b: set() for b in labels}
     # better[a, b]: a is distinguishably better than b (and by more than rounding: deterministic runs, whose
     # repetitions do not spread, had ranked float32 methods apart on one rounding step of f(x_bar), 30 above f*)
     gap = mean[None, :] - mean[:, None]
@@ -1022,4 +1028,5 @@ def ranks(finals, scale=None, higher_is_better=False, converged=CONVERGED, reps=
     better = tested & holm(np.where(tested, p, np.nan))
     apart = better | better.T
     np.fill_diagonal(apart, True)
-    return {b: (1 + int(better[:, k].sum()), bool((~apart[:, k]).any())) for k, b in enumerate(labels)}
+    return ({b: (1 + int(better[:, k].sum()), bool((~apart[:, k]).any())) for k, b in enumerate(labels)},
+            {b: {labels[a] for a in np.flatnonzero(better[:, k])} for k, b in enumerate(labels)})
