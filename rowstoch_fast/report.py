@@ -326,9 +326,10 @@ def draw(ax, frame, metric, x="rounds"):
     fall decades below every record), log scale (linear for a metric where higher is better, e.g. ``test_accuracy``:
     :func:`~rowstoch_fast.user_metrics.linear_scale`). The panel spans the records of the runs that ended ``ok``
     (a margin around them), and reaches down by up to three decades more to those of the other runs; a run that
-    leaves it upwards (it diverged, or climbed) is cut at the edge, where a triangle marks the point, a record below
-    it is drawn at the bottom (0 or -1e-16 at rounding; one more than three decades below the ``ok`` runs with a
-    triangle down where it first does), and a run that did not end ``ok`` says so in its label."""
+    leaves it upwards (it diverged, or climbed) is cut at the edge, where a triangle edged in black marks the point,
+    a record below it is drawn at the bottom, with a triangle down edged in black where a run that was in the panel
+    first does (one more than three decades below the ``ok`` runs, or at rounding: 0 or -1e-16, its label then
+    ending "(to rounding)"), and a run that did not end ``ok`` says so in its label."""
     from .user_metrics import linear_scale
 
     check_text(metric, "metric")
@@ -385,16 +386,19 @@ def draw(ax, frame, metric, x="rounds"):
             elif cut < len(ys):  # (below it, then above: its triangle alone; a square at its floor read as a record)
                 shown[:] = np.nan
             # (a run below the panel throughout stays drawn at its floor: at rounding, 0 or under 1e-16 of the top)
-        line = ax.plot(xs[:cut], shown, label=f"{name}, lr {runs['lr'].iloc[0]:.2g}{note}",
+        seen = ~np.isnan(shown)
+        rounding = not linear and bool((seen & ~(ys[:cut] > 1e-16 * top)).any()) and bool((ys[:cut] > floor).any())
+        line = ax.plot(xs[:cut], shown, label=f"{name}, lr {runs['lr'].iloc[0]:.2g}{note}"
+                       + (" (to rounding)" if rounding else ""),  # (helper 202: centralized at -4.4e-16 read 2e-4)
                        markevery=max(1, len(shown) // 8), markersize=4.5, linewidth=1.4, **st)[0]
-        if not linear:  # where a run's records fall below the panel's bottom and are not at rounding (a run that
-            # did not end ok, more than 3 decades below the others): a triangle down at the bottom, as one leaving
-            # the top has one up (drawn flat at the bottom, it read as records there)
-            seen = ~np.isnan(shown)
-            deep = seen & (ys[:cut] > 1e-16 * top) & (ys[:cut] < floor)
-            if deep.any():
-                ax.plot([xs[int(np.argmax(deep))]], [floor], marker="v", markersize=7, color=line.get_color(),
-                        clip_on=False, linestyle="none")
+        if not linear:  # where a run's records fall below the panel's bottom after being in it (a run that did not
+            # end ok, more than 3 decades below the others, or one that reached rounding): a triangle down at the
+            # bottom, edged in black and larger than the lines' markers (helper 202: a method whose own marker is a
+            # triangle down hid it), as one leaving the top has one up (drawn flat at the bottom, it read as records)
+            deep = seen & (ys[:cut] < floor)
+            if deep.any() and not deep.all():
+                ax.plot([xs[int(np.argmax(deep))]], [floor], marker="v", markersize=8, color=line.get_color(),
+                        markeredgecolor="black", clip_on=False, linestyle="none")
         band_low, band_high = spread_within(shown, std.to_numpy(dtype=np.float64)[:cut], lowest[:cut], highest[:cut])
         with np.errstate(invalid="ignore"):
             ax.fill_between(xs[:cut], np.clip(band_low, floor, None), np.clip(band_high, floor, high),
@@ -404,8 +408,8 @@ def draw(ax, frame, metric, x="rounds"):
             if cut > 0:
                 ax.plot([xs[cut - 1], x_out], [shown[-1], high], color=line.get_color(), linewidth=1.0,
                         linestyle=st["linestyle"])
-            ax.plot([x_out], [high], marker="^", markersize=7, color=line.get_color(), clip_on=False,
-                    linestyle="none")
+            ax.plot([x_out], [high], marker="^", markersize=8, color=line.get_color(), markeredgecolor="black",
+                    clip_on=False, linestyle="none")
     ax.set_yscale("linear" if linear else "log")
     ax.set_ylim(floor if linear else floor / 1.5, high)
     if x in COUNTED:  # (matplotlib writes counts below 1e6 in full: "100000200000300000" under a narrow panel)

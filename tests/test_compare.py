@@ -3147,6 +3147,30 @@ def test_a_run_that_did_not_end_ok_is_drawn_where_it_is_below_the_ok_runs(proble
     plt.close(fig)
 
 
+def test_a_run_that_reaches_rounding_says_so_and_its_triangle_is_not_one_of_the_lines_markers(problem):
+    """Helper 202: centralized's suboptimality ended at -4.4e-16 and was drawn flat at the panel's bottom, 2e-4 (its
+    last record above 0 over three), with nothing to say it went lower; the triangle that marks a run leaving the
+    panel was a triangle down like its own markers. Its label ends "(to rounding)" and the triangle, edged in
+    black, is where it first leaves the panel; a run that stays in the panel has neither."""
+    import matplotlib.pyplot as plt
+
+    from rowstoch_fast import report
+
+    A, f = problem
+    frame = cmp.compare(A, f, "dsgd", 20, lr=0.05, repeats=1, progress=False).assign(status="ok")
+    ends = frame["iteration"] == frame["iteration"].max()
+    exact = frame.assign(algorithm="exact", consensus_error=np.where(ends, -4.4e-16, frame["consensus_error"]))
+    fig = report.figure([pd.concat([frame, exact], ignore_index=True)], ["consensus_error"])
+    lines = fig.axes[0].get_lines()
+    line = next(ln for ln in lines if ln.get_label().startswith("exact"))
+    assert line.get_label().endswith(" (to rounding)")
+    marks = [ln for ln in lines if ln.get_marker() == "v" and ln.get_markeredgecolor() == "black"]
+    assert len(marks) == 1 and marks[0].get_color() == line.get_color()
+    assert marks[0].get_xdata()[0] == line.get_xdata()[-1]
+    assert not any(ln.get_label().startswith("dsgd") and "rounding" in ln.get_label() for ln in lines)
+    plt.close(fig)
+
+
 def test_a_run_that_leaves_the_panel_from_below_its_floor_is_its_triangle_and_the_legend_says_its_status(problem):
     """A reviewer's trial: a diverged method's consensus error starts at 0 and next leaves above the panel; its one
     record inside the drawing (the start, clipped to the floor) was drawn as a square at the floor, a value it never
