@@ -395,8 +395,9 @@ def draw(ax, frame, metric, x="rounds"):
             # end ok, more than 3 decades below the others, or one that reached rounding): a triangle down at the
             # bottom, edged in black and larger than the lines' markers (helper 202: a method whose own marker is a
             # triangle down hid it), as one leaving the top has one up (drawn flat at the bottom, it read as records)
-            deep = seen & (ys[:cut] < floor)
-            if deep.any() and not deep.all():
+            deep = seen & (ys[:cut] < floor) & ((ys[:cut] > 1e-16 * top) | rounding)  # (at rounding throughout,
+            # a consensus error of 0 from a common start: no mark)
+            if deep.any():
                 ax.plot([xs[int(np.argmax(deep))]], [floor], marker="v", markersize=8, color=line.get_color(),
                         markeredgecolor="black", clip_on=False, linestyle="none")
         band_low, band_high = spread_within(shown, std.to_numpy(dtype=np.float64)[:cut], lowest[:cut], highest[:cut])

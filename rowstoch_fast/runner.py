@@ -1230,86 +1230,97 @@ def run(algorithm, objective, iterations, *, record_every=None, repeats=1, seed=
     """
     if not isinstance(algorithm, Algorithm):
         raise TypeError(_not_an_algorithm(algorithm))
-    if not isinstance(objective, Objective):
-        raise TypeError(f"objective must be an Objective of rowstoch_fast.objectives (or a subclass), got "
-                        f"{type(objective).__name__}")
-    if config is not None and not isinstance(config, dict):
-        raise TypeError(f"config must be a dict of the run's settings, got {type(config).__name__}")
-    if checkpoint is not None:
-        check_path(checkpoint, "checkpoint")
-    if resume is not None:
-        check_path(resume, "resume")
-        if x0 is not None:  # (it had been ignored without a word: the run goes on from the checkpoint's iterates,
-            # helper 193)
-            raise ValueError("x0 is not read with resume: the run goes on from the checkpoint's iterates (leave x0 "
-                             "out, or start a new run from x0 without resume)")
-    if checkpoint_every is not None and not checkpoint:
-        raise ValueError("checkpoint_every needs checkpoint (the path of the file to write)")
-    if checkpoint and backends.one_process(algorithm.backend):  # (under MPI rank 0 writes it, and a check
-        # failing on one rank alone would leave the others waiting)
-        _check_writable_folder(checkpoint, "checkpoint")
-    if objective.n != algorithm.A.n:
-        raise ValueError(f"objective has n = {objective.n} nodes but the network has {algorithm.A.n}")
-    batch_of(objective)  # (an objective of the user's: its batch, before anything runs)
-    check_takes(algorithm.optimizer, objective)
-    warn_network_ignored(algorithm.A, [algorithm.method] if not algorithm.optimizer.matrices else [], stacklevel=2)
-    iterations = check_int(iterations, "iterations", minimum=0, maximum=MAX_ROUNDS)  # (as compare's budget)
-    repeats = check_int(repeats, "repeats", minimum=1)
-    first_repeat = check_int(first_repeat, "first_repeat", minimum=0, maximum=2**62)
-    progress = _progress.check(progress)
-    if metrics is None:
-        metrics = METRICS
-    else:
-        if isinstance(metrics, str):
-            raise TypeError(f"metrics must be a sequence of metric names, got the string {metrics!r}")
-        metrics = resolve_metrics(metrics)
-        names = [getattr(m, "name", m) for m in metrics]
-        asked = names if not set(METRICS) <= set(names) else [m for m in names if m not in METRICS]  # (the
-        # default's, which hold NaN where they do not apply, and more beside them: those more)
-        if not _metrics_checked:  # (a comparison checked its metrics against all its methods: a federated one's
-            # client_drift is NaN beside DSGD there, as the table shows)
-            check_shown_metrics(asked, objective, [(algorithm.name, algorithm.method, algorithm.rounds)],
-                                probe=False)  # (a
-            # column of NaN had come back, helper 193: test_accuracy without test data, client_drift of DSGD)
-    extra = {m.name: m.properties() for m in metrics if not isinstance(m, str)}
-    seed = check_int(seed, "seed", minimum=0, maximum=MAX_KEY)
-    if record_at is not None:
-        if record_every is not None:
-            raise ValueError("give record_every or record_at, not both")
-        if isinstance(record_at, (str, bytes)) or not hasattr(record_at, "__iter__") \
-                or isinstance(record_at, np.ndarray) and record_at.ndim == 0:  # (np.ndim would first copy a range)
-            raise TypeError(f"record_at must be a sequence of iterations, got {type(record_at).__name__}")
-        if hasattr(record_at, "__len__") and backends.one_process(algorithm.backend):  # (before it is made a set:
-            # range(0, 10**9, 10) took minutes and gigabytes, then a bare MemoryError; under MPI a rank's refusal
-            # alone would leave the others waiting)
-            try:
-                len(record_at)
-            except OverflowError:  # (range(0, 10**20): more entries than an index holds)
-                raise MemoryError(f"record_at holds more than {2**63 - 1} iterations; record at fewer "
-                                  "iterations") from None
-            require_memory(len(record_at) * repeats * (len(METRICS) + 8) * 32,
-                           f"record_at of {len(record_at)} iterations ({len(record_at)} records x {repeats} "
-                           "repetitions)", "record at fewer iterations or run fewer repetitions")
-        marks = {check_int(int(k) if isinstance(k, np.integer) else k, "record_at", minimum=0, maximum=iterations)
-                 for k in record_at}
-        record_at = sorted(marks | {0, iterations})
-        record_every = max(1, iterations // max(1, len(record_at) - 1))  # (the checkpoints' default spacing)
-    record_every = max(1, iterations // 100) if record_every is None else check_int(record_every, "record_every", minimum=1)
-    checkpoint_every = record_every * 10 if checkpoint_every is None else check_int(checkpoint_every, "checkpoint_every", minimum=1)
-    due = _Marks(iterations, record_every, record_at)
-    meta = {"algorithm": algorithm.name, "lr": algorithm.lr, "rounds": algorithm.rounds, "tracker": algorithm.tracker,
-            "n": algorithm.A.n, "objective": type(objective).__name__, "iterations": iterations, "repeats": repeats,
-            "seed": seed, "record_every": record_every, **({"extra_metrics": extra} if extra else {}),
-            **({} if metrics is METRICS else {"recorded": [m for m in metrics if isinstance(m, str)]})}
-    identity = {"algorithm": algorithm.name, "rounds": algorithm.rounds, "tracker": algorithm.tracker,
-                **({"hyper": algorithm.options} if algorithm.hyper else {}),
-                "lr": algorithm.lr, "n": algorithm.A.n, "repeats": repeats, "seed": seed,
-                **({"first_repeat": first_repeat} if first_repeat else {}),
-                "iterations": iterations, "record_every": record_every,
-                **({"record_at": record_at} if record_at is not None else {}),
-                "objective": objective.describe() if hasattr(objective, "describe") else type(objective).__name__,
-                **(config or {})}
-    meta["config"] = json.loads(json.dumps(identity, default=_json_default))  # as a checkpoint will hold it
+    with backends.checked_on_every_process(algorithm.backend):  # (under MPI a rank's refusal is every rank's: a
+        # bad iterations or metric on one rank had left the others waiting in the settings' agreement, helper 203)
+        if not isinstance(objective, Objective):
+            raise TypeError(f"objective must be an Objective of rowstoch_fast.objectives (or a subclass), got "
+                            f"{type(objective).__name__}")
+        if config is not None and not isinstance(config, dict):
+            raise TypeError(f"config must be a dict of the run's settings, got {type(config).__name__}")
+        if checkpoint is not None:
+            check_path(checkpoint, "checkpoint")
+        if resume is not None:
+            check_path(resume, "resume")
+            if not os.path.isfile(resume):  # (here, where every MPI rank hears of it: helper 203)
+                raise FileNotFoundError(f"checkpoint {os.fspath(resume)!r} does not exist")
+            if x0 is not None:  # (it had been ignored without a word: the run goes on from the checkpoint's iterates,
+                # helper 193)
+                raise ValueError("x0 is not read with resume: the run goes on from the checkpoint's iterates (leave x0 "
+                                 "out, or start a new run from x0 without resume)")
+        if checkpoint_every is not None and not checkpoint:
+            raise ValueError("checkpoint_every needs checkpoint (the path of the file to write)")
+        if checkpoint and backends.one_process(algorithm.backend):  # (under MPI rank 0 writes it, and a check
+            # failing on one rank alone would leave the others waiting)
+            _check_writable_folder(checkpoint, "checkpoint")
+        if objective.n != algorithm.A.n:
+            raise ValueError(f"objective has n = {objective.n} nodes but the network has {algorithm.A.n}")
+        batch_of(objective)  # (an objective of the user's: its batch, before anything runs)
+        check_takes(algorithm.optimizer, objective)
+        warn_network_ignored(algorithm.A, [algorithm.method] if not algorithm.optimizer.matrices else [], stacklevel=2)
+        iterations = check_int(iterations, "iterations", minimum=0, maximum=MAX_ROUNDS)  # (as compare's budget)
+        repeats = check_int(repeats, "repeats", minimum=1)
+        first_repeat = check_int(first_repeat, "first_repeat", minimum=0, maximum=2**62)
+        progress = _progress.check(progress)
+        if metrics is None:
+            metrics = METRICS
+        else:
+            if isinstance(metrics, str):
+                raise TypeError(f"metrics must be a sequence of metric names, got the string {metrics!r}")
+            metrics = resolve_metrics(metrics)
+            names = [getattr(m, "name", m) for m in metrics]
+            asked = names if not set(METRICS) <= set(names) else [m for m in names if m not in METRICS]  # (the
+            # default's, which hold NaN where they do not apply, and more beside them: those more)
+            if not _metrics_checked:  # (a comparison checked its metrics against all its methods: a federated one's
+                # client_drift is NaN beside DSGD there, as the table shows)
+                check_shown_metrics(asked, objective, [(algorithm.name, algorithm.method, algorithm.rounds)],
+                                    probe=False)  # (a
+                # column of NaN had come back, helper 193: test_accuracy without test data, client_drift of DSGD)
+        extra = {m.name: m.properties() for m in metrics if not isinstance(m, str)}
+        seed = check_int(seed, "seed", minimum=0, maximum=MAX_KEY)
+        if record_at is not None:
+            if record_every is not None:
+                raise ValueError("give record_every or record_at, not both")
+            if isinstance(record_at, (str, bytes)) or not hasattr(record_at, "__iter__") \
+                    or isinstance(record_at, np.ndarray) and record_at.ndim == 0:  # (np.ndim would first copy a range)
+                raise TypeError(f"record_at must be a sequence of iterations, got {type(record_at).__name__}")
+            if hasattr(record_at, "__len__") and backends.one_process(algorithm.backend):  # (before it is made a set:
+                # range(0, 10**9, 10) took minutes and gigabytes, then a bare MemoryError; under MPI a rank's refusal
+                # alone would leave the others waiting)
+                try:
+                    len(record_at)
+                except OverflowError:  # (range(0, 10**20): more entries than an index holds)
+                    raise MemoryError(f"record_at holds more than {2**63 - 1} iterations; record at fewer "
+                                      "iterations") from None
+                require_memory(len(record_at) * repeats * (len(METRICS) + 8) * 32,
+                               f"record_at of {len(record_at)} iterations ({len(record_at)} records x {repeats} "
+                               "repetitions)", "record at fewer iterations or run fewer repetitions")
+            marks = {check_int(int(k) if isinstance(k, np.integer) else k, "record_at", minimum=0, maximum=iterations)
+                     for k in record_at}
+            record_at = sorted(marks | {0, iterations})
+            record_every = max(1, iterations // max(1, len(record_at) - 1))  # (the checkpoints' default spacing)
+        record_every = max(1, iterations // 100) if record_every is None else \
+            check_int(record_every, "record_every", minimum=1)
+        checkpoint_every = record_every * 10 if checkpoint_every is None else \
+            check_int(checkpoint_every, "checkpoint_every", minimum=1)
+        due = _Marks(iterations, record_every, record_at)
+        meta = {"algorithm": algorithm.name, "lr": algorithm.lr, "rounds": algorithm.rounds,
+                "tracker": algorithm.tracker, "n": algorithm.A.n, "objective": type(objective).__name__,
+                "iterations": iterations, "repeats": repeats, "seed": seed, "record_every": record_every,
+                **({"extra_metrics": extra} if extra else {}),
+                **({} if metrics is METRICS else {"recorded": [m for m in metrics if isinstance(m, str)]})}
+        identity = {"algorithm": algorithm.name, "rounds": algorithm.rounds, "tracker": algorithm.tracker,
+                    **({"hyper": algorithm.options} if algorithm.hyper else {}),
+                    "lr": algorithm.lr, "n": algorithm.A.n, "repeats": repeats, "seed": seed,
+                    **({"first_repeat": first_repeat} if first_repeat else {}),
+                    "iterations": iterations, "record_every": record_every,
+                    **({"record_at": record_at} if record_at is not None else {}),
+                    "objective": objective.describe() if hasattr(objective, "describe") else type(objective).__name__,
+                    **(config or {})}
+        meta["config"] = json.loads(json.dumps(identity, default=_json_default))  # as a checkpoint will hold it
+    backends.check_same_on_every_process(algorithm.backend, {  # (collective under MPI: a checkpoint on one rank
+        # alone had paired its gather with another rank's other collective, helper 203)
+        "checkpoint": None if checkpoint is None else os.fspath(checkpoint), "checkpoint_every": checkpoint_every,
+        "resume": None if resume is None else os.fspath(resume)}, "the run's checkpoint settings")
     agreed = _AgreedStop(algorithm.backend, iterations)  # (under MPI: a signal, from here on, stops every process
     # at the same iteration)
     try:

@@ -383,6 +383,53 @@ def case_states_differ(out):
         np.savez(out, outcomes=np.array(outcomes), names=np.array(list(runs)))
 
 
+def case_one_rank_refused(out):
+    """Helper 203: a bad argument, another method or another option on one rank had been refused there alone (or not
+    at all) while the others waited in the next collective: each now a refusal on every rank."""
+    import os
+    import tempfile
+
+    from rowstoch_fast import DGD, EXTRA, Algorithm, run
+    from rowstoch_fast import compare as cmp
+
+    f = Quadratic.random(8, 3, seed=0)
+    A, W = topology.exponential(8), topology.ring(8, directed=False, weights="metropolis")
+    b = np.arange(24.0).reshape(8, 3)
+    folder = comm.bcast(tempfile.mkdtemp() if rank == 0 else None, root=0)
+    kept = os.path.join(folder, "ck.npz")
+    run(Algorithm(A, 0.01, backend="mpi"), f, 4, checkpoint=kept, progress=False)  # (rank 0 writes it)
+    comm.Barrier()
+    state = comm.bcast(PullDiagGT(A, np.zeros((8, 3)), 0.05, backend="mpi").state_dict(), root=0)
+
+    def stepped(opt):
+        for _ in range(2):
+            opt.step(lambda X: X - b[opt.local_nodes])
+
+    runs = {
+        "method": lambda: stepped((DGD if rank == 0 else EXTRA)(W, np.zeros((8, 3)), 0.05, backend="mpi")),
+        "check_finite": lambda: stepped(PullDiagGT(A, np.zeros((8, 3)), 0.05, backend="mpi",
+                                                   check_finite=True if rank == 0 else "no")),
+        "check_finite_differs": lambda: stepped(PullDiagGT(A, np.zeros((8, 3)), 0.05, backend="mpi",
+                                                           check_finite=rank == 0)),
+        "form": lambda: stepped(PullDiagGT(A, np.zeros((8, 3)), 0.05, backend="mpi",
+                                           form="atc" if rank == 0 else "frost")),
+        "iterations": lambda: run(Algorithm(A, 0.01, backend="mpi"), f, 10 if rank == 0 else -1, progress=False),
+        "metrics": lambda: run(Algorithm(A, 0.01, backend="mpi"), f, 10, progress=False,
+                               metrics=["grad_norm"] if rank == 0 else ["nosuch"]),
+        "checkpoint_every": lambda: run(Algorithm(A, 0.01, backend="mpi"), f, 10, progress=False,
+                                        checkpoint=os.path.join(folder, "c.npz"), checkpoint_every=5 + 5 * rank),
+        "resume": lambda: run(Algorithm(A, 0.01, backend="mpi"), f, 10, progress=False,
+                              resume=kept if rank == 0 else os.path.join(folder, "missing.npz")),
+        "compare": lambda: cmp.compare(A, f, "dsgd" if rank == 0 else "nosuch", 20, lr=0.01, repeats=1,
+                                       backend="mpi", progress=False),
+        "state": lambda: PullDiagGT.from_state_dict(state, A if rank == 0 else topology.ring(8), backend="mpi"),
+        "same": lambda: run(Algorithm(A, 0.01, backend="mpi"), f, 10, progress=False),
+    }
+    outcomes = comm.gather([_outcome(fn) for fn in runs.values()], root=0)
+    if rank == 0:
+        np.savez(out, outcomes=np.array(outcomes), names=np.array(list(runs)))
+
+
 def case_metric_raises(out):
     """A user's metric that raises: measured on rank 0 alone, it hung the others in the next collective."""
     import rowstoch_fast as rf

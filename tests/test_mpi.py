@@ -397,6 +397,31 @@ def test_an_optimizer_built_differently_on_the_ranks_is_refused_on_every_rank(tm
         assert outcome["lr"].endswith("lr is 0.05 on rank 0 and 0.1 on rank 1; every rank must run the same")
 
 
+def test_what_one_rank_alone_is_given_wrong_is_refused_on_every_rank(tmp_path):
+    """Helper 203: another method, a bad check_finite or form, a bad run() or compare() argument, a checkpoint
+    setting, a checkpoint file or a matrix for a state on one rank alone: refused there while the others waited in
+    the next collective (a hang), or run apart. Each is a refusal on every rank now, the others' a RemoteError naming
+    the rank, or the settings' agreement naming what differs."""
+    ranks = outcomes_per_rank("one_rank_refused", tmp_path)
+    for outcome in ranks:
+        assert outcome["same"] == "no error"
+        assert "settings differ between the MPI ranks: method is 'DGD' on rank 0 and 'EXTRA' on rank 1" \
+            in outcome["method"]
+        assert "settings differ between the MPI ranks: check_finite is True on rank 0 and False on rank 1" \
+            in outcome["check_finite_differs"]
+        assert "settings differ between the MPI ranks: form is 'atc' on rank 0 and 'frost' on rank 1" in outcome["form"]
+        assert "the run's checkpoint settings differ between the MPI ranks: checkpoint_every is 5 on rank 0 and 10" \
+            in outcome["checkpoint_every"]
+    zero, one = ranks
+    for name, kind, fragment in [("check_finite", "TypeError", "check_finite must be True or False"),
+                                 ("iterations", "ValueError", "iterations must be >= 0, got -1"),
+                                 ("metrics", "ValueError", "got 'nosuch'"),
+                                 ("resume", "FileNotFoundError", "missing.npz' does not exist"),
+                                 ("compare", "ValueError", "nosuch"), ("state", "ValueError", "")]:
+        assert one[name].startswith(kind + ": ") and fragment in one[name], (name, one[name])
+        assert zero[name].startswith(f"RemoteError: rank 1 failed: {kind}: "), (name, zero[name])
+
+
 def test_a_resume_of_different_states_on_the_ranks_is_refused_on_every_rank(tmp_path):
     for outcome in outcomes_per_rank("states_differ", tmp_path):
         assert outcome["shared"] == "no error"

@@ -363,15 +363,22 @@ class Optimizer(AskTell, FailureHandling, Persistence):
         """Validate (agreed on by every MPI rank), attach the backend, allocate, load ``x0``."""
         options = {k: v for k, v in (("comm", comm), ("partition", partition)) if v is not None}
         self._ops = ops = backends.create(backend, x0, **options)
-        self.check_finite = check_finite
         if ops.xp is np and backends.one_process(backend):  # (under MPI a rank holds its share, and a check of
             # one rank alone would leave the others waiting in the validation's collective)
             self._check_start_memory(x0, matrices)
-        mats, x0 = ops.call(self._validate, matrices, x0, hyper)
+
+        def validated():  # (check_finite too, in the collective: "no" on one rank had left the others waiting)
+            self.check_finite = check_finite
+            return self._validate(matrices, x0, hyper)
+
+        mats, x0 = ops.call(validated)
         backends.check_same_on_every_process(  # (a rank given another matrix, n, x0, partition or rate hung in the
-            # halo plan or ran a mixture of the ranks' problems silently; collective under MPI, nothing elsewhere)
-            backend, lambda: _settings(mats, x0, self._hyper, partition), f"{type(self).__name__}'s settings",
-            comm=getattr(ops, "comm", None))
+            # halo plan or ran a mixture of the ranks' problems silently; collective under MPI, nothing elsewhere;
+            # another method of the same settings, check_finite or form had hung too, helper 203)
+            backend, lambda: {**_settings(mats, x0, self._hyper, partition), "method": type(self).__name__,
+                              "check_finite": self._check_finite,
+                              **{k: getattr(self, k, None) for k in type(self).saved_options}},
+            f"{type(self).__name__}'s settings", comm=getattr(ops, "comm", None))
         self._mats = mats
         self._static = all(isinstance(M, MixingMatrix) for M in mats.values())
         n, dtype = x0.shape[-2], x0.dtype  # validated: the network's size and value type

@@ -175,62 +175,66 @@ class Persistence:
         fmt = f"rowstoch_fast.{cls.__name__}/1"
         if backend == "mpi" or comm is not None:
             _same_state_on_every_rank(state, comm)
-        if state is None:
-            raise ValueError(f"state is None: pass the dict returned by {cls.__name__}.state_dict() (under MPI it is "
-                             "returned on the root only, None on the other ranks)")
-        if not hasattr(state, "get") or not hasattr(state, "keys"):  # ("'list' object has no attribute 'get'")
-            raise TypeError(f"state must be the dict returned by {cls.__name__}.state_dict(), got "
-                            f"{type(state).__name__}")
-        finite_checked = np.asarray(state.get("check_finite", True))
-        if finite_checked.dtype != bool or finite_checked.ndim:  # ("no" had read as True, helper 193)
-            raise ValueError(f"state['check_finite'] must be true or false, got {state.get('check_finite')!r}")
-        unset = [str(k) for k in np.atleast_1d(np.asarray(state.get("unset", [])))]  # (hyperparameters left None)
-        needed = {"format", "shape", "iteration", *(set(cls.hyper) - set(unset))}
-        if not cls.saved_options:  # (the blocks are the class's: checked before anything is built; with options,
-            needed |= set(cls.state)  # once the optimizer of those options says which)
-        given = {"A": A, "C": C, "W": W}
-        for name in cls.matrices:
-            prefix = _prefix(name)
-            if prefix + "network" in state:
-                if given[name] is None:
-                    raise ValueError(f"this state was saved on a time-varying network ({state[prefix + 'network']}); "
-                                     f"pass that network again: from_state_dict(state, {name}=network)")
-                continue
-            needed |= {prefix + k for k in ("indptr", "indices", "data")}
-        missing = needed - set(state)
-        if missing:
-            raise ValueError(f"state is missing {sorted(missing)}; pass the dict returned by "
-                             f"{cls.__name__}.state_dict()")
-        if str(state["format"]) != fmt:
-            raise ValueError(f"state has format {str(state['format'])!r}, expected {fmt!r}")
-        for name in cls.matrices:
-            if _prefix(name) + "network" in state:
-                _check_network(str(state[_prefix(name) + "network"]), _as_run(given[name], name), name)
-        mats = {name: (given[name] if _prefix(name) + "network" in state else
-                       matrix_from_state(state, given[name], _prefix(name), KINDS[name]))
-                for name in cls.matrices}
-        known = (*cls.hyper, *cls.saved_options)
-        if not set(unset) <= set(known):
-            raise ValueError(f"state['unset'] names {sorted(set(unset) - set(known))}, which are not "
-                             f"{cls.__name__}'s saved settings ({', '.join(known)})")
-        hyper = {k: None if k in unset else _plain(state[k]) for k in cls.hyper}
-        options = cls._saved_options_of({k: None if k in unset else _plain(state[k]) for k in cls.saved_options
-                                         if k in state or k in unset}, state)
-        if regularizer is not None:
-            if "regularizer" not in cls.hyper:
-                raise ValueError(f"{cls.__name__} takes no regularizer (it is not a proximal method)")
-            from ..composite import describe_regularizer
+        with backends.checked_on_every_process("mpi" if backend == "mpi" or comm is not None else backend, comm):
+            # (under MPI a rank's refusal is every rank's: another matrix, network or regularizer given to one rank
+            # had left the others waiting in the optimizer's agreement, helper 203)
+            if state is None:
+                raise ValueError(f"state is None: pass the dict returned by {cls.__name__}.state_dict() (under MPI it "
+                                 "is returned on the root only, None on the other ranks)")
+            if not hasattr(state, "get") or not hasattr(state, "keys"):  # ("'list' object has no attribute 'get'")
+                raise TypeError(f"state must be the dict returned by {cls.__name__}.state_dict(), got "
+                                f"{type(state).__name__}")
+            finite_checked = np.asarray(state.get("check_finite", True))
+            if finite_checked.dtype != bool or finite_checked.ndim:  # ("no" had read as True, helper 193)
+                raise ValueError(f"state['check_finite'] must be true or false, got {state.get('check_finite')!r}")
+            unset = [str(k) for k in np.atleast_1d(np.asarray(state.get("unset", [])))]  # (hyperparameters left None)
+            needed = {"format", "shape", "iteration", *(set(cls.hyper) - set(unset))}
+            if not cls.saved_options:  # (the blocks are the class's: checked before anything is built; with options,
+                needed |= set(cls.state)  # once the optimizer of those options says which)
+            given = {"A": A, "C": C, "W": W}
+            for name in cls.matrices:
+                prefix = _prefix(name)
+                if prefix + "network" in state:
+                    if given[name] is None:
+                        raise ValueError(f"this state was saved on a time-varying network "
+                                         f"({state[prefix + 'network']}); pass that network again: "
+                                         f"from_state_dict(state, {name}=network)")
+                    continue
+                needed |= {prefix + k for k in ("indptr", "indices", "data")}
+            missing = needed - set(state)
+            if missing:
+                raise ValueError(f"state is missing {sorted(missing)}; pass the dict returned by "
+                                 f"{cls.__name__}.state_dict()")
+            if str(state["format"]) != fmt:
+                raise ValueError(f"state has format {str(state['format'])!r}, expected {fmt!r}")
+            for name in cls.matrices:
+                if _prefix(name) + "network" in state:
+                    _check_network(str(state[_prefix(name) + "network"]), _as_run(given[name], name), name)
+            mats = {name: (given[name] if _prefix(name) + "network" in state else
+                           matrix_from_state(state, given[name], _prefix(name), KINDS[name]))
+                    for name in cls.matrices}
+            known = (*cls.hyper, *cls.saved_options)
+            if not set(unset) <= set(known):
+                raise ValueError(f"state['unset'] names {sorted(set(unset) - set(known))}, which are not "
+                                 f"{cls.__name__}'s saved settings ({', '.join(known)})")
+            hyper = {k: None if k in unset else _plain(state[k]) for k in cls.hyper}
+            options = cls._saved_options_of({k: None if k in unset else _plain(state[k]) for k in cls.saved_options
+                                             if k in state or k in unset}, state)
+            if regularizer is not None:
+                if "regularizer" not in cls.hyper:
+                    raise ValueError(f"{cls.__name__} takes no regularizer (it is not a proximal method)")
+                from ..composite import describe_regularizer
 
-            if json.loads(describe_regularizer(regularizer)) != json.loads(str(hyper["regularizer"])):
-                raise ValueError(f"regularizer {regularizer!r} is not the one this state was saved with "
-                                 f"({hyper['regularizer']})")
-            hyper["regularizer"] = regularizer
-        if lr is not None:
-            hyper["lr"] = lr
-        shape = tuple(int(s) for s in np.asarray(state["shape"]))
-        model = np.asarray(state.get(getattr(cls, "model", "x"), 0.0))  # (a method without a matrix runs in x0's
-        x0 = backends.to_backend(backend, np.zeros(shape, dtype=model.dtype if model.dtype.kind == "f"  # precision:
-                                                    else np.float64))  # the saved model's)
+                if json.loads(describe_regularizer(regularizer)) != json.loads(str(hyper["regularizer"])):
+                    raise ValueError(f"regularizer {regularizer!r} is not the one this state was saved with "
+                                     f"({hyper['regularizer']})")
+                hyper["regularizer"] = regularizer
+            if lr is not None:
+                hyper["lr"] = lr
+            shape = tuple(int(s) for s in np.asarray(state["shape"]))
+            model = np.asarray(state.get(getattr(cls, "model", "x"), 0.0))  # (a method without a matrix runs in x0's
+            x0 = backends.to_backend(backend, np.zeros(shape, dtype=model.dtype if model.dtype.kind == "f"  # precision:
+                                                        else np.float64))  # the saved model's)
         try:
             opt = cls(x0=x0, **mats, **hyper, **options, backend=backend,
                       check_finite=bool(finite_checked),

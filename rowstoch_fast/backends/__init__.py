@@ -119,6 +119,37 @@ def check_same_on_every_process(backend, value, what, comm=None):
                          f"{every[rank].get(key)!r} on rank {rank}; every rank must run the same")
 
 
+class checked_on_every_process:
+    """``with checked_on_every_process(backend): ...``: under MPI, collective where the block ends, whether it
+    raised or not: an exception raised in it on one rank is raised on every rank (the others get a
+    :class:`~rowstoch_fast.errors.RemoteError` naming that rank), so that no rank waits in a later collective for one
+    that failed a check alone (helper 203: a bad ``iterations`` or metric given to ``run()`` on one rank had left the
+    others waiting in the settings' agreement). The block must make no collective call of its own. Elsewhere
+    nothing."""
+
+    def __init__(self, backend, comm=None):
+        self.backend, self.comm = backend, comm
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, kind, exc, tb):
+        if one_process(self.backend) or not (exc is None or isinstance(exc, Exception)):  # (a KeyboardInterrupt:
+            # the run's own agreement on signals)
+            return False
+        comm = self.comm
+        if comm is None:
+            from mpi4py import MPI
+
+            comm = MPI.COMM_WORLD
+        from .mpi import remote_failure
+
+        remote = remote_failure(comm, exc)
+        if remote is not None:
+            raise remote
+        return False  # (this rank's own error, if any, goes on as it was)
+
+
 def first_difference(every):
     """``(rank, key)``: the first rank whose dict of ``every`` (one per rank, JSON-like) is not rank 0's, and the
     first key where (in rank 0's order, then the other's), compared as JSON (a NaN equals a NaN); None where every

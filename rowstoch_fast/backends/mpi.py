@@ -58,14 +58,24 @@ def collective(comm, fn, *args, **kwargs):
         result = fn(*args, **kwargs)
     except Exception as exc:  # noqa: BLE001 - re-raised below, on every rank
         error, result = exc, None
-    messages = comm.allgather(None if error is None else f"{type(error).__name__}: {error}")
-    failed = [(r, m) for r, m in enumerate(messages) if m is not None]
+    remote = remote_failure(comm, error)
     if error is not None:
         raise error
-    if failed:
-        r, m = failed[0]
-        raise RemoteError(f"rank {r} failed: {m}")
+    if remote is not None:
+        raise remote
     return result
+
+
+def remote_failure(comm, error):
+    """Collective: every rank tells the others ``error`` (its exception, or None); the
+    :class:`~rowstoch_fast.errors.RemoteError` naming the first rank that failed, for a rank that did not (None for
+    one that did, which raises its own, and where none did)."""
+    messages = comm.allgather(None if error is None else f"{type(error).__name__}: {error}")
+    failed = [(r, m) for r, m in enumerate(messages) if m is not None]
+    if error is not None or not failed:
+        return None
+    r, m = failed[0]
+    return RemoteError(f"rank {r} failed: {m}")
 
 
 def contiguous_partition(n, size):

@@ -228,7 +228,8 @@ def _cmd_run(args, locks):
         except ImportError:
             raise UsageError("--backend mpi needs mpi4py: pip install 'rowstoch_fast[mpi]'") from None
     refuse_different_arguments(args)
-    _check_run_args(args)
+    on_every_rank(args, _check_run_args, args)  # (a --resume file that one rank's disk lacked had left the others
+    # waiting, helper 203)
     warn_unshared_launch(args)
     extra = on_every_rank(args, _metrics_module, args)  # (every metric the file registers is recorded)
     if args.metric:  # (more of the built-in families: node statistics, counters, federated metrics)

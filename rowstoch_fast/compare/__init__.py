@@ -12,8 +12,9 @@ methods finish (:mod:`.live`, ``rowstoch compare --live``).
 from __future__ import annotations
 
 import contextlib
+import os
 
-from .. import algorithms as _algorithms
+from .. import algorithms as _algorithms, backends
 from .._checks import check_int as _check_int
 from ..backends import on_the_root
 from ..runner import warn_if_below_optimum
@@ -239,28 +240,32 @@ def compare(A, objective, algorithms=None, rounds_budget=2000, *, lr=None, tune=
     """
     from .. import _progress
 
-    if log is not None and not callable(log):
-        raise TypeError(f"log must be a callable that takes a line, got {type(log).__name__}")
-    if on_result is not None and not callable(on_result):
-        raise TypeError(f"on_result must be a callable that takes a frame, got {type(on_result).__name__}")
-    jobs = _check_int(jobs, "jobs", minimum=1)
-    progress = _progress.check(progress)
-    plan = make_plan(A, objective, algorithms, rounds_budget, lr=lr, tune=tune, repeats=repeats, seed=seed,
-                     tracker=tracker, backend=backend, mg_rounds=mg_rounds, points=points, metric=metric,
-                     metrics=metrics, lr_source=lr_source, hyper=hyper, checkpoint_dir=checkpoint_dir,
-                     previous=previous, grid=grid, jobs=jobs)
-    if tracker != "exact" and not any("tracker" in _algorithms.REGISTRY[m.method].hyper for m in plan.methods):
-        raise ValueError(f"tracker={tracker!r} is not read by {', '.join(m.label for m in plan.methods)} (only the "
-                         "methods with a Pull-Diag tracker take one: 'rowstoch algorithms' lists them)")
-    if plan.checkpoint_dir is not None:
-        import os
-
-        try:
-            os.makedirs(plan.checkpoint_dir, exist_ok=True)
-        except OSError as exc:  # (a file of that name: a bare "[Errno 17] File exists")
-            raise type(exc)(f"checkpoint_dir {os.fspath(plan.checkpoint_dir)!r} cannot be made a folder: "
-                            f"{exc.strerror or exc}" + (" (a file has that name)" if os.path.isfile(
-                                plan.checkpoint_dir) else "")) from None
+    with backends.checked_on_every_process(backend):  # (under MPI a rank's refusal is every rank's: an unknown
+        # method or a bad budget on one rank had left the others waiting in its first run's agreement, helper 203)
+        if log is not None and not callable(log):
+            raise TypeError(f"log must be a callable that takes a line, got {type(log).__name__}")
+        if on_result is not None and not callable(on_result):
+            raise TypeError(f"on_result must be a callable that takes a frame, got {type(on_result).__name__}")
+        jobs = _check_int(jobs, "jobs", minimum=1)
+        progress = _progress.check(progress)
+        plan = make_plan(A, objective, algorithms, rounds_budget, lr=lr, tune=tune, repeats=repeats, seed=seed,
+                         tracker=tracker, backend=backend, mg_rounds=mg_rounds, points=points, metric=metric,
+                         metrics=metrics, lr_source=lr_source, hyper=hyper, checkpoint_dir=checkpoint_dir,
+                         previous=previous, grid=grid, jobs=jobs)
+        if tracker != "exact" and not any("tracker" in _algorithms.REGISTRY[m.method].hyper for m in plan.methods):
+            raise ValueError(f"tracker={tracker!r} is not read by {', '.join(m.label for m in plan.methods)} (only the "
+                             "methods with a Pull-Diag tracker take one: 'rowstoch algorithms' lists them)")
+        if plan.checkpoint_dir is not None:
+            try:
+                os.makedirs(plan.checkpoint_dir, exist_ok=True)
+            except OSError as exc:  # (a file of that name: a bare "[Errno 17] File exists")
+                raise type(exc)(f"checkpoint_dir {os.fspath(plan.checkpoint_dir)!r} cannot be made a folder: "
+                                f"{exc.strerror or exc}" + (" (a file has that name)" if os.path.isfile(
+                                    plan.checkpoint_dir) else "")) from None
+    backends.check_same_on_every_process(plan.backend, {  # (collective under MPI; another folder on one rank had
+        # taken its checkpoints apart from rank 0's, or paired their collectives wrongly, helper 203)
+        "checkpoint_dir": None if plan.checkpoint_dir is None else os.fspath(plan.checkpoint_dir), "jobs": jobs},
+        "the comparison's checkpoint_dir and jobs")
     finished = []
 
     def collect(outcome):

@@ -532,6 +532,10 @@ def make_plan(A, objective, algorithms=None, rounds_budget=2000, *, lr=None, tun
     tuned = [m for m in methods if m.label not in rates]
     replicas = max(repeats, 2 * len(grid) if tuned else 1)
     jobs = check_int(jobs, "jobs", minimum=1)
+    if backend == "mpi" and jobs > 1:  # (the workers had died in MPI_Init, told "out of memory?", helper 203; the
+        # command line's words)
+        raise ValueError("jobs > 1 runs methods in parallel processes; with backend='mpi' the ranks of mpiexec are "
+                         "the parallelism (jobs=1)")
     at_once = min(jobs, len(methods))
     each = sorted((2 * sum(name not in cls.narrow for name in cls.state) + cls.scratch  # (as Optimizer allocates
                    for cls in (_algorithms.REGISTRY[m.method] for m in methods)), reverse=True)  # them)
