@@ -389,8 +389,9 @@ def case_one_rank_refused(out):
     import os
     import tempfile
 
-    from rowstoch_fast import DGD, EXTRA, Algorithm, run
+    from rowstoch_fast import DGD, EXTRA, PGEXTRA, Algorithm, run
     from rowstoch_fast import compare as cmp
+    from rowstoch_fast.composite import Prox
 
     f = Quadratic.random(8, 3, seed=0)
     A, W = topology.exponential(8), topology.ring(8, directed=False, weights="metropolis")
@@ -423,6 +424,12 @@ def case_one_rank_refused(out):
         "compare": lambda: cmp.compare(A, f, "dsgd" if rank == 0 else "nosuch", 20, lr=0.01, repeats=1,
                                        backend="mpi", progress=False),
         "state": lambda: PullDiagGT.from_state_dict(state, A if rank == 0 else topology.ring(8), backend="mpi"),
+        "gather": lambda: PullDiagGT(A, np.zeros((8, 3)), 0.05, backend="mpi").gather(
+            np.zeros((4, 3) if rank == 0 else (4, 2))),
+        "prox": lambda: stepped(PGEXTRA(W, np.zeros((8, 3)), 0.05, backend="mpi", regularizer=Prox(
+            lambda x: 0.0 * x.sum(-1), lambda v, t: v.copy()))),
+        "partition": lambda: stepped(PullDiagGT(A, np.zeros((8, 3)), 0.05, backend="mpi", partition=np.repeat(
+            [0, 1], 4).astype(np.int32 if rank == 0 else np.int64))),
         "same": lambda: run(Algorithm(A, 0.01, backend="mpi"), f, 10, progress=False),
     }
     outcomes = comm.gather([_outcome(fn) for fn in runs.values()], root=0)

@@ -703,6 +703,8 @@ def test_seeds_sizes_and_node_ids_are_checked_by_name(call, error, fragment):
     ("topology.ring(4).draw(ax=5)", TypeError, "ax must be a matplotlib Axes, got int"),
     ("topology.ring(4).draw(path='graph.xyz')", ValueError, "path 'graph.xyz': matplotlib cannot write .xyz files"),
     ("topology.ring(4).draw(node_color='notacolor')", ValueError, "node_color 'notacolor' is not a matplotlib colour"),
+    ("PullDiagGT(topology.ring(4), np.zeros((4, 3)), 0.1).gather(np.zeros((4, 2)), copy=False)", ValueError,
+     "array has shape (4, 2), expected (4, 3)"),
 ])
 def test_layers_matrices_objectives_and_regularizers_check_what_they_are_given(call, error, fragment):
     """Helper 199: a matrix's ``mix`` took t = -5, 2**100 and True (every network refuses them); a message layer's d
@@ -713,7 +715,7 @@ def test_layers_matrices_objectives_and_regularizers_check_what_they_are_given(c
     from rowstoch_fast import composite, metrics, network, objectives
 
     names = {"np": np, "topology": topology, "network": network, "objectives": objectives, "composite": composite,
-             "metrics": metrics}
+             "metrics": metrics, "PullDiagGT": PullDiagGT}
     with pytest.raises(error, match=re.escape(fragment)):
         eval(call, names)
 

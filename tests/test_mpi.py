@@ -412,12 +412,16 @@ def test_what_one_rank_alone_is_given_wrong_is_refused_on_every_rank(tmp_path):
         assert "settings differ between the MPI ranks: form is 'atc' on rank 0 and 'frost' on rank 1" in outcome["form"]
         assert "the run's checkpoint settings differ between the MPI ranks: checkpoint_every is 5 on rank 0 and 10" \
             in outcome["checkpoint_every"]
+        assert outcome["prox"].endswith("an anonymous function is named by its identity in each process: name it "
+                                        "(Prox(value, prox, name=...))"), outcome["prox"]
+        assert outcome["partition"] == "no error"  # (int32 and int64 arrays of the same owners)
     zero, one = ranks
     for name, kind, fragment in [("check_finite", "TypeError", "check_finite must be True or False"),
                                  ("iterations", "ValueError", "iterations must be >= 0, got -1"),
                                  ("metrics", "ValueError", "got 'nosuch'"),
                                  ("resume", "FileNotFoundError", "missing.npz' does not exist"),
-                                 ("compare", "ValueError", "nosuch"), ("state", "ValueError", "")]:
+                                 ("compare", "ValueError", "nosuch"), ("state", "ValueError", ""),
+                                 ("gather", "ValueError", "array has shape (4, 2), expected (4, 3)")]:
         assert one[name].startswith(kind + ": ") and fragment in one[name], (name, one[name])
         assert zero[name].startswith(f"RemoteError: rank 1 failed: {kind}: "), (name, zero[name])
 

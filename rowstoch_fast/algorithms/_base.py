@@ -139,6 +139,10 @@ def _round_doubly(W, owner):
     return MixingMatrix._from_valid_csr(c.indptr, c.indices, c.data, W.n, "row", doubly=True)
 
 
+def _int64_if_integers(arr):
+    return arr.astype(np.int64) if arr.dtype.kind in "iu" else arr
+
+
 def _settings(mats, x0, hyper, partition):
     """What every MPI rank must construct alike, JSON-like (:func:`~rowstoch_fast.backends.check_same_on_every_process`
     compares it): each matrix's or network's :func:`~rowstoch_fast.network.describe` (a SHA-1 of its weights),
@@ -146,7 +150,8 @@ def _settings(mats, x0, hyper, partition):
     from ..network import describe
 
     return {"matrices": {name: describe(M) for name, M in mats.items()}, "x0": _comparable(x0),
-            "partition": _comparable(None if partition is None else np.asarray(partition)),
+            "partition": _comparable(None if partition is None else  # (owners as int64: int32 and int64 arrays of
+                                     _int64_if_integers(np.asarray(partition))),  # the same owners had differed)
             **{name: _comparable(value) for name, value in hyper.items()}}
 
 
@@ -703,7 +708,8 @@ class Optimizer(AskTell, FailureHandling, Persistence):
     def x(self):
         """The model each node uses, shape of ``x0`` (this rank's rows under MPI; a read-only view, valid
         until the next step). Settable (copied in, checked for shape and finiteness) before the first step,
-        and at any time for methods whose only state is ``x`` (DGD, DSGD, Pull-Diag-GD)."""
+        and at any time for methods whose only state is ``x`` (DGD, DSGD, Pull-Diag-GD); under MPI setting it is
+        collective: every rank sets its own rows."""
         return self._state_view(self.model)
 
     @x.setter
@@ -1241,8 +1247,18 @@ class Optimizer(AskTell, FailureHandling, Persistence):
 
     def gather(self, array, copy=True):
         """Assemble an array of this process's rows (shape of ``x``) into the full one on the root
-        (``copy=False``: ``array`` itself where it already is that, on the CPU backend)."""
-        array = self._ops.user_array(array, "array")
+        (``copy=False``: ``array`` itself where it already is that, on the CPU backend). Collective under MPI: an
+        array of another shape on one rank is refused on every rank."""
+
+        def checked():  # (helper 203: another shape on one rank had met NumPy's broadcast error there, the others
+            # waiting in the gather; copy=False had returned it unchecked)
+            given = self._ops.user_array(array, "array")
+            if tuple(given.shape) != tuple(self.x.shape):
+                raise ValueError(f"array has shape {tuple(given.shape)}, expected {tuple(self.x.shape)} (this "
+                                 f"process's rows, as x has them)")
+            return given
+
+        array = self._ops.call(checked)
         if not copy and self._ops.gathers_in_place:
             return array
         buf = self._ops.zeros(self._reps * self._d)

@@ -115,8 +115,12 @@ def check_same_on_every_process(backend, value, what, comm=None):
     found = first_difference(every)
     if found is not None:
         rank, key = found
+        anonymous = "<lambda at 0x" in repr(every[0].get(key))  # (helper 203: a Prox of the same lambda on every
+        # rank, named by its identity in each process, was refused without a word of why)
         raise ValueError(f"{what} differ between the MPI ranks: {key} is {every[0].get(key)!r} on rank 0 and "
-                         f"{every[rank].get(key)!r} on rank {rank}; every rank must run the same")
+                         f"{every[rank].get(key)!r} on rank {rank}; every rank must run the same"
+                         + ("; an anonymous function is named by its identity in each process: name it (Prox(value, "
+                            "prox, name=...))" if anonymous else ""))
 
 
 class checked_on_every_process:

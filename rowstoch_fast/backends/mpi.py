@@ -282,7 +282,8 @@ class MpiBackend(CpuBackend):
 
     def check_x0(self, x0, dtype):
         if np.dtype(dtype) != np.float64:
-            raise TypeError("backend='mpi' runs in float64; pass a float64 MixingMatrix")
+            raise TypeError("backend='mpi' runs in float64; pass a float64 MixingMatrix (on the command line, drop "
+                            "--dtype float32)")
         return super().check_x0(x0, dtype)
 
     def check_partition(self, n):
