@@ -3376,7 +3376,7 @@ def test_more_repetitions_add_only_the_missing_ones(problem, tmp_path):
     direct = cmp.compare(A, f, "dsgd,push-pull", 40, lr={"dsgd": 0.1, "push-pull": 0.05}, repeats=3, progress=False)
     cols = ["algorithm", "iteration", "rep", "grad_norm_mean", "consensus_error"]
     np.testing.assert_array_equal(three[cols].to_numpy(), direct[cols].to_numpy())
-    assert "dsgd: 1 more repetitions" in lines and three.attrs["lr_source"] == {"dsgd": "given", "push-pull": "given"}
+    assert "dsgd: 1 more repetition" in lines and three.attrs["lr_source"] == {"dsgd": "given", "push-pull": "given"}
     kept = cmp.compare(A, f, "dsgd,push-pull", 40, repeats=2, progress=False, previous=two, log=lines.append)
     np.testing.assert_array_equal(kept[cols].to_numpy(), two[cols].to_numpy())
     with pytest.raises(ValueError, match="lr: dsgd = 0.2, but the earlier comparison ran it at 0.1"):
@@ -4411,7 +4411,7 @@ def test_cli_compare_resumes_an_interrupted_comparison(tmp_path, monkeypatch, ca
     cols = ["algorithm", "iteration", "rep", "grad_norm_mean", "consensus_error", "status"]
     pd.testing.assert_frame_equal(resumed[cols], direct[cols])
     assert cli.main(["compare", "--resume", str(out), "--repeats", "3", "--no-progress"]) == 0
-    assert "dsgd: 1 more repetitions" in capsys.readouterr().out
+    assert "dsgd: 1 more repetition" in capsys.readouterr().out
     three_args = [a if a != "2" else "3" for a in args]  # (--repeats 2 -> 3; nothing else reads "2")
     assert cli.main(three_args + ["--out", str(tmp_path / "three")]) == 0
     more, three = pd.read_csv(out / "compare.csv"), pd.read_csv(tmp_path / "three" / "compare.csv")

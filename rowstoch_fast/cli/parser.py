@@ -265,7 +265,8 @@ def make_parser():
                                    "rounds, each at its own learning rate (given, or tuned); writes compare.csv "
                                    "(every record), summary.csv / .md / .tex (final values, best in bold, status), "
                                    "lr.json (rates, sources, every tuning score), compare.png (a panel per metric) "
-                                   "and tuning.png into --out and prints the table.")
+                                   "and tuning.png (tuning-GRAPH_SETTING.png each where there are several) into "
+                                   "--out and prints the table.")
     c.add_argument("--preset", choices=["paper"],
                    help="paper: the 4 paper graphs x every registered method for directed graphs that the preset "
                         "takes (13 today) on the paper's synthetic problem, each rate tuned (the shipped file "

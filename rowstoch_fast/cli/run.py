@@ -360,7 +360,9 @@ def _cmd_run(args, locks):
         print(f"rowstoch: warning: no communication round in {reached} iterations: {args.algorithm} communicates at "
               f"the last of every local_steps = {steps} iterations (raise --iterations, or lower local_steps)",
               file=sys.stderr)
-    print(f"{algo.name} (lr {algo.lr:g}) on {args.topology if not args.matrix else args.matrix} (n={A.n}), {status} at iteration "
+    model = network_options.words(args)  # (helper 202: "on exponential (n=16)" of a run over 10% losses)
+    print(f"{algo.name} (lr {algo.lr:g}) on {args.topology if not args.matrix else args.matrix} (n={A.n}"
+          f"{'' if model == 'reliable links' else ', ' + model}), {status} at iteration "
           f"{reached} ({int(h.meta.get('completed_rounds', s['communication_rounds']))} communication rounds, "
           f"{s['wall_seconds']:.1f} s; "
           f"set-up {prepared + h.meta.get('setup_seconds', 0.0):.1f} s)")

@@ -379,7 +379,7 @@ def _evaluate(plan, method, lr, log, progress):
             parts = [kept, *more]
             meta = {**meta, "earlier_total_kept": len(kept) > 0}
         else:
-            log(f"{method.label}: kept from the earlier comparison ({status}, {stop} repetitions)")
+            log(f"{method.label}: kept from the earlier comparison ({status}, {stop} repetition{'s' * (stop != 1)})")
             meta["kept"] = earlier
             if status == "diverged" and stop < plan.repeats:  # (its records end finite: more repetitions would
                 # have judged it afresh, and ok)
@@ -389,7 +389,7 @@ def _evaluate(plan, method, lr, log, progress):
         # lacks, on their own streams (and network draws)
         more, meta = _repetitions(plan, method, lr, stop, plan.repeats, progress)
         parts += more
-        log(f"{method.label}: {plan.repeats - stop} more repetitions")
+        log(f"{method.label}: {plan.repeats - stop} more repetition{'s' * (plan.repeats - stop != 1)}")
     return _assembled(parts, meta, plan.repeats), meta
 
 

@@ -256,10 +256,16 @@ class Compressed(_Messages):
     def check_options(cls, ns, d=None):
         takes = cls._TAKES.get(ns.compress, ())
         ns.bits, ns.k = node_spec(ns.bits, "--bits", integer=True), node_spec(ns.k, "--k", integer=True)
-        if "bits" in takes and (ns.bits is None or not (1 <= ends(ns.bits)[0] and ends(ns.bits)[1] <= 32)):
+        if "bits" in takes and ns.bits is None:  # (helper 202: "got None" read as Python's, and the short form
+            # went unsaid)
+            raise UsageError(f"--compress {ns.compress} needs --bits in 1..32 (e.g. --compress {ns.compress}:4)")
+        if "bits" in takes and not (1 <= ends(ns.bits)[0] and ends(ns.bits)[1] <= 32):
             raise UsageError(f"--compress {ns.compress} needs --bits in 1..32, got "
                              f"{refused(ns.bits, lambda v: (v >= 1) & (v <= 32))}")
-        if "k" in takes and (ns.k is None or ends(ns.k)[0] < 1 or (d is not None and ends(ns.k)[1] > d)):
+        if "k" in takes and ns.k is None:
+            raise UsageError(f"--compress {ns.compress} needs --k in 1..d{f' (d = {d})' if d else ''} (e.g. --compress "
+                             f"{ns.compress}:2)")
+        if "k" in takes and (ends(ns.k)[0] < 1 or (d is not None and ends(ns.k)[1] > d)):
             raise UsageError(f"--compress {ns.compress} needs --k in 1..d{f' (d = {d})' if d else ''}, got "
                              f"{refused(ns.k, lambda v: (v >= 1) & (v <= (d or np.inf)))}")
 
