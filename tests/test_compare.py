@@ -6052,9 +6052,9 @@ def test_a_hint_says_what_became_of_the_methods_it_suggests_in_the_same_comparis
     hint = ("no rate was stable; its tracker scales node gradients by 1/[A^k]_ii, up to 9.2e+18 on this graph: try "
             "more gossip rounds (mg-, --mg-rounds) or an algorithm of the push family")
     outcomes = {"pull-diag-gt": "unstable", "push-pull": "no-progress", "sgp": "ok", "dsgd": "ok", "mg-frost": "ok"}
-    assert verdict.hint_outcomes(hint, outcomes, "pull-diag-gt") == hint + "; of those, here: push-pull no-progress, sgp ok"
+    assert verdict.hint_outcomes(hint, outcomes, "pull-diag-gt") == hint + "; of the methods suggested, here: push-pull no-progress, sgp ok"
     starved = "the push-sum weights drained (use a loss-robust method, robust-gradient-push or r-fast, or one that pulls)"
-    assert verdict.hint_outcomes(starved, outcomes, "sgp") == starved + ("; of those, here: pull-diag-gt unstable, "
+    assert verdict.hint_outcomes(starved, outcomes, "sgp") == starved + ("; of the methods suggested, here: pull-diag-gt unstable, "
                                                                          "dsgd ok, mg-frost ok")
     assert verdict.hint_outcomes("diverged at lr 10", outcomes, "dsgd") == "diverged at lr 10"
     rows = [(label, rep, it, 1.0 if it == 0 else 0.1, status, hint if label == "pull-diag-gt" else "")
@@ -6066,7 +6066,7 @@ def test_a_hint_says_what_became_of_the_methods_it_suggests_in_the_same_comparis
     frame["communication_rounds"] = frame["iteration"]
     table = cmp.summary(frame, "suboptimality")
     assert table.set_index("algorithm").at["pull-diag-gt", "diagnosis"].endswith(
-        "; of those, here: push-pull no-progress, sgp ok")
+        "; of the methods suggested, here: push-pull no-progress, sgp ok")
 
 
 def test_a_failed_runs_diagnosis_names_what_the_network_does_to_the_messages():
@@ -6090,7 +6090,7 @@ def test_a_failed_runs_diagnosis_names_what_the_network_does_to_the_messages():
         "(randk, k = 3) and delays its messages (up to 3 iterations late): try a method made for compressed messages "
         "(choco-sgd, compressed-push-pull)"), why
     assert verdict.hint_outcomes(why, {"choco-sgd": "ok", "dsgd": "no-progress"}, "exact-diffusion").endswith(
-        "; of those, here: choco-sgd ok")
+        "; of the methods suggested, here: choco-sgd ok")
     own = verdict.status_of(frame, "suboptimality", {}, lr=1e-3, lr_source="given", iterations=10,
                             context={**context, "compresses": True})[1]
     assert own.endswith("(up to 3 iterations late)")  # (a method made for compression is not sent to itself)

@@ -269,7 +269,7 @@ def _suggested(diagnosis):
 
 def hint_outcomes(diagnosis, outcomes, own=None):
     """``diagnosis`` with what became, in the same comparison, of the methods it suggests trying
-    (``"...; of those, here: push-pull no-progress, sgp ok"``), so that a hint is not read as advice the comparison
+    (``"...; of the methods suggested, here: push-pull no-progress, sgp ok"``), so that a hint is not read as advice the comparison
     itself refutes (helper 144: "an algorithm of the push family" where Push-Pull had made no progress on that run;
     "one that pulls" where Pull-Diag-GT and FROST had made none). ``outcomes``: ``{label: status}`` of the
     comparison's methods (a label is a registry name or ``"mg-" + name``), ``own`` the diagnosed method's label
@@ -279,7 +279,7 @@ def hint_outcomes(diagnosis, outcomes, own=None):
     suggested = _suggested(diagnosis)
     seen = [f"{label} {status}" for label, status in outcomes.items()
             if label != own and method_of(str(label)) in suggested]
-    return diagnosis + (f"; of those, here: {', '.join(seen)}" if seen else "")
+    return diagnosis + (f"; of the methods suggested, here: {', '.join(seen)}" if seen else "")
 
 
 def status_of(frame, metric, meta, *, lr, lr_source, iterations, tuning=None, context=None):
