@@ -23,7 +23,7 @@ from .. import backends
 from .._checks import (MAX_KEY, MAX_ROUNDS, check_choice, check_int, check_text, check_tracker, did_you_mean,
                        fmt_bytes, require_memory)
 from ..algorithms import REGISTRY, method_of
-from ..backends import BACKENDS
+from ..backends import BACKENDS, one_process
 from ..mixing import MixingMatrix, as_matrix
 from ..network import Network, base_matrix, describe, first_difference, redrawn, weights_of
 from .._metric_names import METRICS
@@ -532,8 +532,8 @@ def make_plan(A, objective, algorithms=None, rounds_budget=2000, *, lr=None, tun
     tuned = [m for m in methods if m.label not in rates]
     replicas = max(repeats, 2 * len(grid) if tuned else 1)
     jobs = check_int(jobs, "jobs", minimum=1)
-    if backend == "mpi" and jobs > 1:  # (the workers had died in MPI_Init, told "out of memory?", helper 203; the
-        # command line's words)
+    if not one_process(backend) and jobs > 1:  # (the workers had died in MPI_Init, told "out of memory?", helper
+        # 203; the command line's words)
         raise ValueError("jobs > 1 runs methods in parallel processes; with backend='mpi' the ranks of mpiexec are "
                          "the parallelism (jobs=1)")
     at_once = min(jobs, len(methods))
