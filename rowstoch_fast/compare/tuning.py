@@ -1497,7 +1497,9 @@ def _tune_stages(stage, scores, arrival, ends, finals, record, grid, method, log
         raise exc
     record["chosen"] = _best(stable, arrival)
     if log is not None:
-        log(f"tuned {method.label}: lr = {record['chosen']:g}" + "".join(
+        log(f"tuned {method.label}: lr = {record['chosen']:g}"  # (its time: the tables' wall s is the evaluation's,
+            # helper 202)
+            + (f" ({record['seconds']:.1f} s)" if "seconds" in record else "") + "".join(
             f" (streams {a}..{b - 1} set aside: every contender grew or diverged on that draw)"
             for a, b in (d["streams"] for d in record.get("set_aside", ()))) + _retest_note(record.get("retested")))
     return record["chosen"], record
