@@ -268,8 +268,8 @@ def _suggested(diagnosis):
 
 
 def hint_outcomes(diagnosis, outcomes, own=None):
-    """``diagnosis`` with what became, in the same comparison, of the methods it suggests trying
-    (``"...; of the methods suggested, here: push-pull no-progress, sgp ok"``), so that a hint is not read as advice the comparison
+    """``diagnosis`` with what became, in the same comparison, of the methods it suggests trying (``"...; of the
+    methods suggested, here: push-pull no-progress, sgp ok"``), so that a hint is not read as advice the comparison
     itself refutes (helper 144: "an algorithm of the push family" where Push-Pull had made no progress on that run;
     "one that pulls" where Pull-Diag-GT and FROST had made none). ``outcomes``: ``{label: status}`` of the
     comparison's methods (a label is a registry name or ``"mg-" + name``), ``own`` the diagnosed method's label
