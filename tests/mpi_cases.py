@@ -414,6 +414,8 @@ def case_one_rank_refused(out):
                                                            check_finite=rank == 0)),
         "form": lambda: stepped(PullDiagGT(A, np.zeros((8, 3)), 0.05, backend="mpi",
                                            form="atc" if rank == 0 else "frost")),
+        "form_invalid": lambda: stepped(PullDiagGT(A, np.zeros((8, 3)), 0.05, backend="mpi",
+                                                   form="atc" if rank == 0 else "bogus")),
         "iterations": lambda: run(Algorithm(A, 0.01, backend="mpi"), f, 10 if rank == 0 else -1, progress=False),
         "metrics": lambda: run(Algorithm(A, 0.01, backend="mpi"), f, 10, progress=False,
                                metrics=["grad_norm"] if rank == 0 else ["nosuch"]),

@@ -417,6 +417,7 @@ def test_what_one_rank_alone_is_given_wrong_is_refused_on_every_rank(tmp_path):
         assert outcome["partition"] == "no error"  # (int32 and int64 arrays of the same owners)
     zero, one = ranks
     for name, kind, fragment in [("check_finite", "TypeError", "check_finite must be True or False"),
+                                 ("form_invalid", "ValueError", "form must be 'atc' or 'frost', got 'bogus'"),
                                  ("iterations", "ValueError", "iterations must be >= 0, got -1"),
                                  ("metrics", "ValueError", "got 'nosuch'"),
                                  ("resume", "FileNotFoundError", "missing.npz' does not exist"),

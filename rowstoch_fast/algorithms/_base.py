@@ -364,15 +364,19 @@ class Optimizer(AskTell, FailureHandling, Persistence):
                 setattr(cls, name, attr)
 
     # ------------------------------------------------------------------ construction
-    def _start(self, x0, matrices, backend, check_finite, comm, partition, **hyper):
-        """Validate (agreed on by every MPI rank), attach the backend, allocate, load ``x0``."""
+    def _start(self, x0, matrices, backend, check_finite, comm, partition, keywords=None, **hyper):
+        """Validate (agreed on by every MPI rank), attach the backend, allocate, load ``x0``; ``keywords``: the
+        constructor's keyword options beyond the hyperparameters (:meth:`_check_options`, checked here, in the
+        collective: a bad one on one rank had left the others waiting)."""
         options = {k: v for k, v in (("comm", comm), ("partition", partition)) if v is not None}
         self._ops = ops = backends.create(backend, x0, **options)
         if ops.xp is np and backends.one_process(backend):  # (under MPI a rank holds its share, and a check of
             # one rank alone would leave the others waiting in the validation's collective)
             self._check_start_memory(x0, matrices)
 
-        def validated():  # (check_finite too, in the collective: "no" on one rank had left the others waiting)
+        def validated():  # (check_finite and the options too, in the collective: "no" on one rank had left the
+            # others waiting, helper 203)
+            type(self)._check_options(dict(keywords or {}, check_finite=check_finite))
             self.check_finite = check_finite
             return self._validate(matrices, x0, hyper)
 

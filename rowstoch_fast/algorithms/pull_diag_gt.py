@@ -120,15 +120,15 @@ class PullDiagGT(Optimizer):
 
     def __init__(self, A, x0, lr, rounds=1, tracker="exact", backend="auto", *, check_finite=True, comm=None,
                  partition=None, form="atc"):
-        self._check_options({"form": form})
-        self.form = form
-        if form == "frost":  # no x - lr y block, one work block
+        self.form = form  # (checked in _start, on every MPI rank: a bad one on one rank had hung the others)
+        if isinstance(form, str) and form == "frost":  # no x - lr y block, one work block
             self.state, self.scratch = ("x", "y", "g"), 1
         elif isinstance(rounds, (int, np.integer)) and rounds == 1:  # one gossip pass per phase: no ping-pong
             self.scratch = 1  # buffer (any other rounds is checked in _start)
-        self._start(x0, {"A": A}, backend, check_finite, comm, partition, lr=lr, rounds=rounds, tracker=tracker)
+        self._start(x0, {"A": A}, backend, check_finite, comm, partition, keywords={"form": form}, lr=lr,
+                    rounds=rounds, tracker=tracker)
         self._tracker = self._ops.tracker(weights_of(self.A), self.rounds, tracker)
-        if form == "frost":
+        if self.form == "frost":
             self._psi, self._scratch = self._work[0], None
             self._lr_changed()
         elif self.rounds == 1:
