@@ -687,8 +687,8 @@ def _check_drawing(ax, path, node_color, edge_color):
     an AttributeError, ``path="x.xyz"`` and ``node_color="notacolor"`` matplotlib's errors after the drawing)."""
     import os
 
+    from matplotlib.backend_bases import FigureCanvasBase
     from matplotlib.colors import is_color_like
-    from matplotlib.figure import Figure
 
     if ax is not None and not hasattr(ax, "add_patch"):
         raise TypeError(f"ax must be a matplotlib Axes, got {type(ax).__name__}")
@@ -696,7 +696,7 @@ def _check_drawing(ax, path, node_color, edge_color):
         if not isinstance(path, (str, os.PathLike)) or not os.fspath(path):
             raise TypeError(f"path must be a file name (str or os.PathLike) or a file object, got "
                             f"{type(path).__name__} {path!r:.60}")
-        kinds = Figure().canvas.get_supported_filetypes()
+        kinds = FigureCanvasBase.get_supported_filetypes()
         kind = os.path.splitext(os.fspath(path))[1].lstrip(".").lower()
         if kind and kind not in kinds:
             raise ValueError(f"path {os.fspath(path)!r}: matplotlib cannot write .{kind} files; use one of "

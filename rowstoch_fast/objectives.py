@@ -1304,7 +1304,7 @@ class Quadratic(Objective):
             raise ValueError(f"q[{i}, {j}] = {float(self.q[i, j]):.3g} is below the smallest normal {self.dtype} "
                              f"({tiny:.3g}), where a float keeps fewer digits: rescale q and b")
         with np.errstate(over="ignore", invalid="ignore"):
-            x_star = self.b.astype(np.float64).sum(0) / self.q.astype(np.float64).sum(0)
+            x_star = Quadratic._solve(self)  # (the data's own: a subclass's _solve may read what it sets later)
         if not np.isfinite(x_star).all():  # (q = b = 1e308: their sums overflowed, the minimiser NaN)
             j = int(np.argmax(~np.isfinite(x_star)))
             raise ValueError(f"the minimiser sum(b) / sum(q) over the nodes is not finite at coordinate {j} (the "

@@ -54,9 +54,11 @@ def max_work_default():
 def _limit(value, name):
     """A limit given as an argument: a real number above 0, inf for none; NaN (which had turned the limit off, every
     comparison with it false) and a str refused naming ``name`` (helper 199)."""
-    if isinstance(value, (bool, np.bool_)) or not isinstance(value, numbers.Real) or not value > 0:
-        raise (ValueError if isinstance(value, numbers.Real) and not isinstance(value, (bool, np.bool_))
-               else TypeError)(f"{name} must be a number above 0 (inf for no limit), got {fmt_value(value)}")
+    said = f"{name} must be a number above 0 (inf for no limit), got {fmt_value(value)}"
+    if isinstance(value, (bool, np.bool_)) or not isinstance(value, numbers.Real):
+        raise TypeError(said)
+    if not value > 0:
+        raise ValueError(said)
     return float(value)
 
 
