@@ -6263,3 +6263,24 @@ def test_methods_that_ran_the_same_repetitions_are_ranked_by_a_paired_test():
         verdict.ranks(finals, reps=[0, 1, 2, 3])
     same = {"a": np.array([1.0, 2.0, 3.0]), "b": np.array([1.0, 2.0, 3.0]), "c": np.array([2.0, 4.0, 6.0])}
     assert verdict.ranks(same, reps={k: [0, 1, 2] for k in same}) == {"a": (1, True), "b": (1, True), "c": (3, False)}
+
+
+def test_a_failed_run_s_live_line_gives_its_cause_and_the_table_the_whole_diagnosis():
+    """Helper 202: a failed run's diagnosis (about 900 characters under a lossy compressed network: what each rate
+    did, then the hints) was printed whole while the comparison ran and again under the table. The live line gives
+    its cause, up to the first "; " outside parentheses (a retried rate's note had cut a rates' list there)."""
+    from rowstoch_fast.network import Compressed, Lossy
+
+    assert verdict.cause("no rate in 0.1..1 made progress (0.1 made no progress (at 0.9x); 1 diverged); try R") == (
+        "no rate in 0.1..1 made progress (0.1 made no progress (at 0.9x); 1 diverged)")
+    assert verdict.cause("unstable; try a; b") == "unstable" and verdict.cause("a (b; c") == "a (b; c"
+    assert verdict.cause("") == ""
+    A = Compressed(Lossy(topology.exponential(16), 0.2, seed=1), "topk", k=2)
+    f = NonconvexLogistic.synthetic(16, total=1600, batch=20, seed=0)
+    lines = []
+    frame = cmp.compare(A, f, "frost", 300, repeats=2, progress=False, log=lines.append)
+    diagnosis = frame["diagnosis"].iloc[0]
+    assert frame["status"].iloc[0] != "ok" and "; " in diagnosis, diagnosis
+    said = [line for line in lines if line.startswith(f"frost: {frame['status'].iloc[0]} (")]
+    assert len(said) == 1 and said[0].endswith(f": {verdict.cause(diagnosis)} (in full with the table)"), said
+    assert len(said[0]) < len(diagnosis), said

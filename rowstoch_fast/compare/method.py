@@ -15,7 +15,7 @@ from ..network import Network, draws, effects_of, losses_of, redrawn, source_of
 from ..runner import BELOW_OPTIMUM_WORDS, run
 from .tuning import (DAMAGED, UNTUNABLE, NoStableRate, converged_for, exact_tuning, forget_stages, spread_floor,
                      tune)
-from .verdict import NEXT_STABLE, RETRIED, family_members, next_stable, status_of
+from .verdict import NEXT_STABLE, RETRIED, cause, family_members, next_stable, status_of
 
 __all__ = ["Outcome", "judge_run", "run_method"]
 
@@ -412,7 +412,7 @@ def _judged(plan, method, frame, meta, lr, source, record):
 def _retry_note(failed):
     """What a diagnosis says of a method shown at :func:`~.verdict.next_stable`'s rate: what its tuned rate did in
     the evaluation (its diagnosis up to its hints)."""
-    why = str(failed.get("diagnosis", "")).split("; ")[0]
+    why = cause(str(failed.get("diagnosis", "")))
     return (f"the tuned rate {failed['lr']:.3g} was {failed['status']}" + (f": {why}" if why else "")
             + "; shown at the next stable rate of its tuning")
 
@@ -489,6 +489,7 @@ def run_method(plan, method, *, progress=False, log=None):
     frame["diverged"] = status == "diverged"
     frame["status"] = status
     frame["diagnosis"] = diagnosis
-    log(f"{method.label}: {status} ({frame['total_wall_seconds'].iloc[0]:.1f} s)" + (f": {diagnosis}" if diagnosis
-                                                                                     else ""))
+    said = cause(diagnosis)  # (the whole diagnosis is the table's: helper 202 read 900 characters twice)
+    log(f"{method.label}: {status} ({frame['total_wall_seconds'].iloc[0]:.1f} s)" + (f": {said}" if said else "")
+        + (" (in full with the table)" if said != diagnosis else ""))
     return Outcome(method.label, frame, status, diagnosis, lr, source, record)

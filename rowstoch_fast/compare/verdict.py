@@ -55,7 +55,7 @@ from .tuning import (CLIMB, CONVERGED, NO_PROGRESS, SPREAD, STABILITY_FACTOR, TA
                      _tail, off_its_minimum, rising, runaway, smoothed, typical_curve)
 
 __all__ = ["STATUSES", "NO_PROGRESS", "TIE_LEVEL", "NEXT_STABLE", "status_of", "ranks", "holm", "welch_p",
-           "tuning_failures", "hint_outcomes", "next_stable"]
+           "cause", "tuning_failures", "hint_outcomes", "next_stable"]
 
 STATUSES = ("ok", "diverged", "no-progress", "unstable", "interrupted")
 #: The statuses of an evaluation at a tuned rate that run it again at :func:`next_stable`'s rate.
@@ -81,6 +81,21 @@ def _fmt(v):
 def _range(rates):
     rates = sorted(rates)
     return _fmt(rates[0]) if len(rates) == 1 else f"{_fmt(rates[0])}..{_fmt(rates[-1])}"
+
+
+def cause(diagnosis):
+    """A diagnosis up to its first ``"; "`` outside parentheses: what the run did, without the rates' details that
+    follow it or its hints (a comparison's live line, a retried rate's note; the whole diagnosis is the table's).
+
+    >>> cause("no rate in 0.1..1 made progress (0.1 made no progress (ending at 0.9x); 1 diverged); try R >= 4")
+    'no rate in 0.1..1 made progress (0.1 made no progress (ending at 0.9x); 1 diverged)'
+    """
+    depth = 0
+    for i, char in enumerate(diagnosis):
+        depth += {"(": 1, ")": -1}.get(char, 0)
+        if depth <= 0 and diagnosis.startswith("; ", i):
+            return diagnosis[:i]
+    return diagnosis
 
 
 def tuning_failures(record):
