@@ -318,3 +318,19 @@ def test_the_undirected_rule_refuses_a_w_it_cannot_keep_doubly_stochastic():
         M = net.undirected().matrix(3).toarray()
         np.testing.assert_allclose(M.sum(axis=0), 1.0, rtol=1e-12)
     assert network.Schedule([skewed, skewed]).undirected().stochastic == "row"
+
+
+@pytest.mark.parametrize("t, r", [(-1, 0), (0, -1), (2**64, 0), (1.5, 0), ("3", 0)])
+def test_arrivals_and_messages_refuse_a_round_that_is_no_count(t, r):
+    """Helper 199: ``Lossy.arrived`` / ``Sleepy.arrived`` / a message layer's ``encode`` at t = -1 had raised
+    pybind11's "incompatible function arguments" (the compiled draws take unsigned counts); the mixing calls checked
+    their t already."""
+    c = topology.exponential(8).csr
+    lossy = network.Lossy(topology.exponential(8), 0.2, seed=1)
+    X = np.ones((8, 3))
+    calls = [lambda: lossy.arrived(t, r, c.indptr, c.indices),
+             lambda: network.Sleepy(lossy, 0.5, seed=2).arrived(t, r, c.indptr, c.indices),
+             lambda: network.Compressed(topology.exponential(8), "topk", k=1).encode(X, np.empty_like(X), t, r)]
+    for call in calls:
+        with pytest.raises((ValueError, TypeError), match=r"^(t|r) (=|must)"):
+            call()

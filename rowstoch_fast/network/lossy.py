@@ -95,6 +95,7 @@ class Lossy(Network):
         if not self.reports_arrivals:
             raise ValueError(f"{self!r}: per-message arrivals need a static matrix under the losses (a fixed set "
                              "of links), not a schedule or another network")
+        t, r = check_int(t, "t", minimum=0, maximum=MAX_T), check_int(r, "r", minimum=0, maximum=MAX_KEY)
         return ~self._lost_entries(t, r, indptr, indices, row_ids, col_ids)
 
     @property

@@ -187,6 +187,7 @@ class Sleepy(Network):
         if not self.reports_arrivals:
             raise ValueError(f"{self!r}: per-message arrivals need a static matrix under the sleep and losses (a "
                              "fixed set of links), not a schedule or another network")
+        t, r = check_int(t, "t", minimum=0, maximum=MAX_T), check_int(r, "r", minimum=0, maximum=MAX_KEY)
         if isinstance(self.base, MixingMatrix):
             arrived = np.ones(len(indices), dtype=bool)
         else:
