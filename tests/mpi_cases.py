@@ -355,6 +355,29 @@ def case_constructors_differ(out):
         np.savez(out, outcomes=np.array(outcomes), names=np.array(list(runs)))
 
 
+def case_assigned_apart(out):
+    """Helper 203: an optimizer's lr or growth_limit assigned on one rank after construction (a rate computed from
+    that rank's own loss): a mixture of rates run silently, or a hang in the growth check's reduction; each now a
+    refusal on every rank at the next agreement (iteration 16, 32, ...)."""
+    b = np.arange(32.0).reshape(16, 2)
+
+    def assigned(name, value, steps=40):
+        opt = PullDiagGT(topology.exponential(8), np.zeros((8, 2)), 0.05, backend="mpi")
+        for _ in range(5):
+            opt.step(lambda X: X - b[opt.local_nodes])
+        if name is not None and rank == 1:
+            setattr(opt, name, value)
+        for _ in range(steps):
+            opt.step(lambda X: X - b[opt.local_nodes])
+        return opt.iteration
+
+    runs = {"lr": lambda: assigned("lr", 0.01), "growth_limit": lambda: assigned("growth_limit", None),
+            "both_ranks": lambda: [assigned(None, None), comm.barrier()]}
+    outcomes = comm.gather([_outcome(fn) for fn in runs.values()], root=0)
+    if rank == 0:
+        np.savez(out, outcomes=np.array(outcomes), names=np.array(list(runs)))
+
+
 def case_states_differ(out):
     """state_dict() (None on the ranks but the root) passed straight to from_state_dict: an AttributeError on rank 1
     while rank 0 waited for it, a hang; ranks resuming states one step apart ran on, mixed, or hung (local steps)."""

@@ -397,6 +397,16 @@ def test_an_optimizer_built_differently_on_the_ranks_is_refused_on_every_rank(tm
         assert outcome["lr"].endswith("lr is 0.05 on rank 0 and 0.1 on rank 1; every rank must run the same")
 
 
+def test_settings_assigned_on_one_rank_after_construction_are_refused_on_every_rank(tmp_path):
+    for outcome in outcomes_per_rank("assigned_apart", tmp_path):
+        assert outcome["both_ranks"] == "no error"
+        assert outcome["lr"] == ("ValueError: PullDiagGT's settings at iteration 16 differ between the MPI ranks: lr is "
+                                 "0.05 on rank 0 and 0.01 on rank 1; every rank must run the same"), outcome["lr"]
+        assert outcome["growth_limit"].startswith("ValueError: PullDiagGT's settings at iteration 16 differ between "
+                                                  "the MPI ranks: growth_limit is 1000000.0 on rank 0 and None on "
+                                                  "rank 1"), outcome["growth_limit"]
+
+
 def test_what_one_rank_alone_is_given_wrong_is_refused_on_every_rank(tmp_path):
     """Helper 203: another method, a bad check_finite or form, a bad run() or compare() argument, a checkpoint
     setting, a checkpoint file or a matrix for a state on one rank alone: refused there while the others waited in

@@ -1144,8 +1144,8 @@ class Optimizer(AskTell, FailureHandling, Persistence):
             self.__dict__.pop("_unchecked_gradient", None)  # (a gradient left to a check the step did not reach)
             raise
         self._count_sent(t)  # (traffic: what this step's senders sent; no-op where every node sends)
-        if t >= 15 and not ((t + 1) & t and (t + 1) % 1024) and self.growth_limit:  # (iterations 16, 32, ...)
-            self._check_growth()
+        if t >= 15 and not ((t + 1) & t and (t + 1) % 1024) and (self.growth_limit or self._ops.agrees):
+            self._check_growth()  # (iterations 16, 32, ...; under MPI whatever growth_limit is on this rank)
         if self._journal and self._iteration % self._ops.check_every == 0:
             self._settle()
         return self

@@ -12,6 +12,7 @@ read of the state: it rolls the optimizer back to the last finite iterate and ra
 
 from __future__ import annotations
 
+import hashlib
 import warnings
 
 import numpy as np
@@ -309,11 +310,16 @@ class FailureHandling:
         behind it by then (a millionfold more is no minimiser's distance), a diverging one keeps growing.
 
         Read at iterations 16, 32, 64, ..., 1024 and every 1024th after (one pass over the model and, under MPI,
-        one reduction: collective, as the iterations are the same on every rank)."""
+        one reduction: collective, as the iterations are the same on every rank). Under MPI the ranks first agree
+        there on the settings they step with (:meth:`_agree_on_settings`), whatever their ``growth_limit``."""
         limit = self.growth_limit
         t = self._iteration
-        if not limit or self.__dict__.get("_growth_warned") or t < 16 or (t & (t - 1) and t % 1024):
+        if t < 16 or (t & (t - 1) and t % 1024):
             return  # (step calls it at those iterations only)
+        if self._ops.agrees:
+            self._agree_on_settings()
+        if not limit or self.__dict__.get("_growth_warned"):
+            return
         self._settle()  # (a device's deferred NaN check first: a non-finite iterate is a DivergenceError)
         size = self._ops.max_abs(self._cur[self.model])
         scale = self.__dict__.get("_growth_scale")
@@ -326,6 +332,22 @@ class FailureHandling:
                           f"{size:.3g} at iteration {t}, more than growth_limit = {limit:g} times, without NaN: the "
                           f"run is likely diverging; try a smaller lr than {self._lr_text()} (opt.growth_limit = "
                           "None silences this)", GrowthWarning, stacklevel=caller_outside())
+
+    def _agree_on_settings(self):
+        """Under MPI, a ValueError on every rank where the settings one can assign after construction (``lr``,
+        ``growth_limit``, ``check_finite``) differ between the ranks, naming the first (collective; read with the
+        growth check, at iterations 16, 32, ..., 1024 and every 1024th after). ``opt.lr = ...`` on one rank (a rate
+        computed from that rank's own loss) had run a mixture of rates silently; ``growth_limit = None`` on one
+        rank had left the others waiting in the growth check's reduction (helper 203)."""
+        lr = self.lr
+        if np.ndim(lr) and np.size(lr) > 4:  # (one per node or replica: its digest, not a million floats gathered)
+            values = np.ascontiguousarray(np.asarray(lr, dtype=np.float64))
+            lr = f"{values.size} rates (digest {hashlib.blake2b(values.tobytes(), digest_size=8).hexdigest()})"
+        else:
+            lr = np.asarray(lr, dtype=np.float64).tolist()
+        backends.check_same_on_every_process(
+            "mpi", {"lr": lr, "growth_limit": self.growth_limit, "check_finite": self._check_finite},
+            f"{type(self).__name__}'s settings at iteration {self._iteration}", comm=self._ops.comm)
 
     def _settle(self):
         """Read the deferred checks (one device-to-host read); if one failed, go back to the state before its

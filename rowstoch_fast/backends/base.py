@@ -74,6 +74,9 @@ class Backend:
     bytes_sent = 0
     #: Whether the optimizer checks for NaN/Inf (set by it; a backend that defers checks skips them otherwise).
     checking = True
+    #: Whether the processes running an optimizer agree on its settings now and then (the MPI backend's ranks:
+    #: :meth:`~rowstoch_fast.algorithms.Optimizer._agree_on_settings`; it then has a ``comm``).
+    agrees = False
     #: Steps between two reads of deferred checks (only backends whose checks return DEFERRED have any).
     check_every = 1
     #: The id of the last checked launch (deferring backends).

@@ -263,6 +263,7 @@ class MpiBackend(CpuBackend):
     """
 
     name = "mpi"
+    agrees = True
     #: The CPU's fused y phase mixes all rows at once; here each round needs a halo exchange first.
     gt_y_phase = None
 
