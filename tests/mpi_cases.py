@@ -358,21 +358,25 @@ def case_constructors_differ(out):
 def case_assigned_apart(out):
     """Helper 203: an optimizer's lr or growth_limit assigned on one rank after construction (a rate computed from
     that rank's own loss): a mixture of rates run silently, or a hang in the growth check's reduction; each now a
-    refusal on every rank at the next agreement (iteration 16, 32, ...)."""
+    refusal on every rank at the next agreement (iteration 16, 32, ...). check_finite, which decides which
+    reductions a step makes, cannot change after construction (assigned here on every rank: on one alone, the
+    others would wait at iteration 16 for the one refused)."""
     b = np.arange(32.0).reshape(16, 2)
 
-    def assigned(name, value, steps=40):
+    def assigned(name, value, ranks=(1,)):
         opt = PullDiagGT(topology.exponential(8), np.zeros((8, 2)), 0.05, backend="mpi")
         for _ in range(5):
             opt.step(lambda X: X - b[opt.local_nodes])
-        if name is not None and rank == 1:
+        if name is not None and rank in ranks:
             setattr(opt, name, value)
-        for _ in range(steps):
+        for _ in range(40):
             opt.step(lambda X: X - b[opt.local_nodes])
         return opt.iteration
 
     runs = {"lr": lambda: assigned("lr", 0.01), "growth_limit": lambda: assigned("growth_limit", None),
-            "both_ranks": lambda: [assigned(None, None), comm.barrier()]}
+            "both_ranks": lambda: [assigned(None, None), comm.barrier()],
+            "check_finite": lambda: assigned("check_finite", False, ranks=(0, 1)),
+            "check_finite_kept": lambda: assigned("check_finite", True, ranks=(0, 1))}
     outcomes = comm.gather([_outcome(fn) for fn in runs.values()], root=0)
     if rank == 0:
         np.savez(out, outcomes=np.array(outcomes), names=np.array(list(runs)))

@@ -405,6 +405,9 @@ def test_settings_assigned_on_one_rank_after_construction_are_refused_on_every_r
         assert outcome["growth_limit"].startswith("ValueError: PullDiagGT's settings at iteration 16 differ between "
                                                   "the MPI ranks: growth_limit is 1000000.0 on rank 0 and None on "
                                                   "rank 1"), outcome["growth_limit"]
+        assert outcome["check_finite"].startswith("ValueError: check_finite cannot change after construction under "
+                                                  "MPI"), outcome["check_finite"]
+        assert outcome["check_finite_kept"] == "no error"
 
 
 def test_what_one_rank_alone_is_given_wrong_is_refused_on_every_rank(tmp_path):

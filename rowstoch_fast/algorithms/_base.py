@@ -348,8 +348,13 @@ class Optimizer(AskTell, FailureHandling, Persistence):
 
     @check_finite.setter
     def check_finite(self, value):
-        self._check_finite = check_bool(value, "check_finite")  # ('no' had been taken: truthy, still checking)
+        value = check_bool(value, "check_finite")  # ('no' had been taken: truthy, still checking)
         ops = self.__dict__.get("_ops")
+        if self.__dict__.get("_built") and ops.agrees and value != self._check_finite:
+            raise ValueError(f"check_finite cannot change after construction under MPI: it decides which reductions "
+                             f"a step makes, and a rank that changed it alone would leave the others waiting; build "
+                             f"the optimizer with check_finite={value} on every rank")
+        self._check_finite = value
         if ops is not None:  # (the GPU's deferred check had kept the constructor's value)
             ops.checking = self._check_finite
 
