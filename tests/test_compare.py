@@ -6284,3 +6284,24 @@ def test_a_failed_run_s_live_line_gives_its_cause_and_the_table_the_whole_diagno
     said = [line for line in lines if line.startswith(f"frost: {frame['status'].iloc[0]} (")]
     assert len(said) == 1 and said[0].endswith(f": {verdict.cause(diagnosis)} (in full with the table)"), said
     assert len(said[0]) < len(diagnosis), said
+
+
+def test_a_second_valley_s_refined_best_runs_on_the_draws_that_choose_among_the_grid_s_stable_rates(tmp_path):
+    """Helper 205: on a delayed torus (links drawn anew each draw: every stable rate of the grid runs on six more
+    draws) the grid's stable rates were 1 and 0.0316, and the refinement found 0.0562 below 0.0316 (0.304 against
+    0.376 on the grid's draw); only the grid's two ran on the other draws, and 0.0316 was chosen, 2.9x worse over
+    20 repetitions than a rate between them. The best stable rate within a grid step of each grid rate runs too."""
+    code, out, err = rowstoch_here(
+        "compare", "--topology", "torus", "--n", 16, "--weights", "metropolis", "--objective", "least-squares",
+        "--d", 8, "--samples-per-node", 10, "--max-delay", 3, "--rounds-budget", 60, "--algorithms", "aug-dgm",
+        "--seed", 101, "--network-seed", 101, "--repeats", 2, "--jobs", 1, "--format", "none", "--no-progress",
+        "--out", tmp_path / "out")
+    assert code == 0, err
+    record = json.loads((tmp_path / "out" / "lr.json").read_text())
+    tuning = next(iter(record.values()))["tuning"]
+    tuning = tuning.get("aug-dgm", tuning)
+    stages = {entry["name"]: entry for entry in tuning["stages"]}
+    assert stages["grid"]["scores"]["0.0316228"] > stages["refine"]["scores"]["0.0562341"]  # (the case's premise)
+    confirmed = [set(entry["scores"]) for entry in tuning["stages"] if entry["name"] == "confirm"]
+    assert confirmed and all("0.0562341" in rates for rates in confirmed), confirmed
+    assert tuning["chosen"] == pytest.approx(0.0562341, rel=1e-5)
