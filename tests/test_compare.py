@@ -6305,3 +6305,35 @@ def test_a_second_valley_s_refined_best_runs_on_the_draws_that_choose_among_the_
     confirmed = [set(entry["scores"]) for entry in tuning["stages"] if entry["name"] == "confirm"]
     assert confirmed and all("0.0562341" in rates for rates in confirmed), confirmed
     assert tuning["chosen"] == pytest.approx(0.0562341, rel=1e-5)
+
+
+def test_a_fallback_rate_the_tuner_found_climbing_is_unstable_where_the_evaluation_climbs_by_the_tuner_s_rule():
+    """Helper 205: NIDS under 4-bit QSGD at its fallback 0.316 (no stable rate; the tuner's runs at it climbed 5.7x
+    off their minimum) climbed 3.6-8.6x in the evaluations of five seeds and was `ok` and ranked at some (the
+    evaluation's factor for repetitions that differ, or a climb settled at the end), `unstable` at others; over
+    3,200 rounds it climbed 10.3x. Where the tuning rejected the rate shown for a climb, the evaluation's typical
+    curve is read by the tuner's rule too; a rate rejected for another reason is not."""
+    it = np.arange(0, 201, 8)
+    base = np.r_[4.1, 0.1, 0.03, 0.035, 0.05, 0.08, 0.1, 0.12, 0.15, 0.18, 0.2, 0.23, 0.26, 0.28, 0.3,
+                 np.full(len(it) - 15, 0.3)]
+    noise = np.random.default_rng(0).normal(0.0, 0.5, (len(it), 5))
+    noise[0] = 0.0
+    frame = pd.DataFrame([(k, rep, base[i] * math.exp(noise[i, rep])) for i, k in enumerate(it) for rep in range(5)],
+                         columns=["iteration", "rep", "suboptimality"])
+
+    def tuning(why):
+        return {"stages": [{"scores": {0.1: math.inf, 0.316228: math.inf}, "rejected": {0.1: "no progress (ends at "
+                            "0.93x its start)", 0.316228: why}}], "fallback": "the one that ended lowest"}
+
+    kw = dict(lr=0.316228, lr_source=cmp.UNTUNABLE, iterations=200)
+    climbed = tuning("unstable (ends 5.67x above its minimum, at iteration 64)")
+    plain, _ = verdict.status_of(frame, "suboptimality", {}, lr=0.316228, lr_source="given", iterations=200)
+    assert plain == "ok"  # (the evaluation alone: a climb that settles, short of the tenfold)
+    status, why = verdict.status_of(frame, "suboptimality", {}, tuning=climbed, **kw)
+    assert status == "unstable" and "the evaluation's repetitions climbed off their minimum too: suboptimality " \
+                                    "ended" in why, why
+    status, why = verdict.status_of(frame, "suboptimality", {}, tuning=tuning("no progress (ends at 0.6x its start)"),
+                                    **kw)
+    assert status == "ok" and why.endswith("the evaluation's repetitions ended ok at it, and it is ranked"), why
+    steady = frame.assign(suboptimality=np.where(frame["iteration"] > 0, 0.03 * np.exp(noise.ravel() * 0.1), 4.1))
+    assert verdict.status_of(steady, "suboptimality", {}, tuning=climbed, **kw)[0] == "ok"
