@@ -25,7 +25,8 @@ Statuses (:data:`STATUSES`):
 
 Only ``ok`` runs are ranked and only they can be bold. Ranks (:func:`ranks`): a method's rank is one plus the
 number of methods that are *distinguishably* better, where two methods are distinguishable when the logarithms of
-their final values differ by more than a two-sided test tells at a family-wise level of :data:`TIE_LEVEL` over
+their final values differ by more than ln :data:`TIE_MARGIN` (a ratio of 1.1: within a tuned rate's resolution)
+beyond what a two-sided test tells at a family-wise level of :data:`TIE_LEVEL` over
 every pair of the section's methods (:func:`holm`: Holm's step-down, valid whatever the dependence between the
 pairs; m counts the pairs tested: a pair within rounding, or with a method of one repetition, is not); methods
 that cannot be told apart share a rank. The test is paired where the two methods ran the same repetitions (two or
@@ -50,13 +51,13 @@ import warnings
 import numpy as np
 
 from .._checks import as_float_array, check_bool, check_positive_float
-from ..report import TIE_LEVEL, rate_text  # (the rule, below the harness: the tables' footnotes say
+from ..report import TIE_LEVEL, TIE_MARGIN, rate_text  # (the rule, below the harness: the tables' footnotes say
 # it)
 from ..runner import GROWTH_WARNING
 from .tuning import (CLIMB, CONVERGED, NO_PROGRESS, SPREAD, STABILITY_FACTOR, TAIL, UNTUNABLE, climbs, final_estimate,
                      _tail, off_its_minimum, rising, runaway, smoothed, typical_curve)
 
-__all__ = ["STATUSES", "NO_PROGRESS", "TIE_LEVEL", "NEXT_STABLE", "status_of", "ranks", "holm", "welch_p",
+__all__ = ["STATUSES", "NO_PROGRESS", "TIE_LEVEL", "TIE_MARGIN", "NEXT_STABLE", "status_of", "ranks", "holm", "welch_p",
            "cause", "tuning_failures", "hint_outcomes", "next_stable"]
 
 STATUSES = ("ok", "diverged", "no-progress", "unstable", "interrupted")
@@ -914,11 +915,12 @@ def _diverged_repetitions(frame, metric, start, iterations):
     return f"in {int(bad.sum())} of {len(ends)} repetitions: {_some(ends.index[bad])}", short
 
 
-def _paired(p, labels, finals, reps, floor):
+def _paired(p, labels, finals, reps, floor, margin=0.0):
     """Overwrite ``p[a, b]`` (Welch's p-values of the methods ``labels``) with a paired t-test's two-sided p-value
     where methods ``a`` and ``b`` ran the same repetitions (``reps``: ``{label: their numbers}``, two or more),
-    on the differences of the logarithms of their final values (at least ``floor``) repetition by repetition: 0
-    where the differences are one non-zero value (deterministic runs), 1 where they are all 0."""
+    on the differences of the logarithms of their final values (at least ``floor``) repetition by repetition, of
+    their mean's distance beyond ``margin`` (a logarithm: :data:`~rowstoch_fast.report.TIE_MARGIN`'s): 0 where the
+    differences are one value beyond it (deterministic runs), 1 where their mean is within it."""
     from scipy.special import stdtr
 
     order = {}
@@ -936,12 +938,13 @@ def _paired(p, labels, finals, reps, floor):
             keys = order[a][0]
             d = np.array([order[a][1][r] - order[b][1][r] for r in keys])
             mean, sd = float(d.mean()), float(d.std(ddof=1))
-            if mean == 0:
+            beyond = abs(mean) - margin
+            if not beyond > 0:
                 value = 1.0
             elif sd == 0 or not math.isfinite(sd):
                 value = 0.0
             else:
-                value = float(2.0 * stdtr(len(d) - 1, -abs(mean) / (sd / math.sqrt(len(d)))))
+                value = float(2.0 * stdtr(len(d) - 1, -beyond / (sd / math.sqrt(len(d)))))
             p[a, b] = p[b, a] = value
 
 
@@ -1008,7 +1011,8 @@ def ranks(finals, scale=None, higher_is_better=False, converged=CONVERGED, reps=
         repetitions (two or more) ran them on the same seeds (gradient streams, network draws): they are compared
         by a paired t-test on the differences of their logarithms, repetition by repetition, which the draws they
         share do not blur (a method 10-25x worse than another in every one of four repetitions had been tied with
-        it by Welch's test, whose spreads include the draws' own, helper 195); others by Welch's test.
+        it by Welch's test, whose spreads include the draws' own, helper 195); others by Welch's test. Both test
+        the gap of the logarithms beyond ln :data:`~rowstoch_fast.report.TIE_MARGIN` (1.1): a smaller ratio ties.
 
     Returns
     -------
@@ -1071,9 +1075,12 @@ def ranks_told(finals, scale=None, higher_is_better=False, converged=CONVERGED, 
     tested = ((gap > 1e-9 * np.maximum(1.0, abs(mean))) & (abs(level[None, :] - level[:, None]) > floor)
               & spread[:, None] & spread[None, :])  # (a, b) with a's mean lower, by more than rounding
     np.fill_diagonal(tested, False)
-    p = welch_p(gap, se[:, None], se[None, :], count[:, None], count[None, :])
+    # the gap beyond the margin tested (p = 1 within it: such a pair still counts among Holm's m, whose guarantee
+    # holds over every pair tested; left out, the pairs within the margin had loosened the others' bars)
+    margin = math.log(TIE_MARGIN)
+    p = welch_p(np.maximum(np.abs(gap) - margin, 0.0), se[:, None], se[None, :], count[:, None], count[None, :])
     if reps is not None:
-        _paired(p, labels, finals, reps, floor)
+        _paired(p, labels, finals, reps, floor, margin)
     better = tested & holm(np.where(tested, p, np.nan))
     apart = better | better.T
     np.fill_diagonal(apart, True)
