@@ -2947,10 +2947,12 @@ def test_a_run_s_spike_does_not_set_the_ranks_rounding():
     frame = cmp.compare(A, f, "dgd,dsgd,diging", 30, lr={"dgd": 0.02, "dsgd": 0.05, "diging": 0.05}, repeats=2,
                         progress=False)
     alone = cmp.summary(frame)
-    assert alone.set_index("algorithm").loc[["dgd", "dsgd"], "rank"].tolist() == [3, 2]
+    assert alone.set_index("algorithm").loc[["dgd", "dsgd"], "rank"].tolist() == [3, 1]  # (dsgd within 1.1x of
+    # diging: tied, verdict.TIE_MARGIN; dgd 5.9x above both)
+    gap = float(alone.set_index("algorithm").loc["dgd", "suboptimality"] - alone["suboptimality"].min())
     spiked = frame.copy()
     at = (spiked["algorithm"] == "diging") & (spiked["iteration"] == sorted(set(spiked["iteration"]))[1])
-    spiked.loc[at, "suboptimality"] = 4.2e9 * float(alone["suboptimality"].max()) / 1.46e-3
+    spiked.loc[at, "suboptimality"] = 10.0 * gap / 1e-12  # (1e-12 of it: ten times dgd's gap to the others)
     table = cmp.summary(spiked)
     assert table.set_index("algorithm")["rank"].tolist() == alone.set_index("algorithm")["rank"].tolist()
 
