@@ -38,7 +38,7 @@ import warnings
 
 import numpy as np
 
-from ._checks import check_int, check_positive_float, precision_of
+from ._checks import check_int, check_positive_float, fmt_value, precision_of, require_memory
 from ._device import is_device_array
 from .objectives import Objective, optimum_of, provide_arithmetic
 
@@ -339,6 +339,7 @@ class GroupLasso(Regularizer):
             last = max(int(g.max()) for g in members) + 1
             if d is not None and d < last:
                 raise ValueError(f"d = {d} but the groups name coordinate {last - 1}")
+            _require_group_memory(last if d is None else d, len(members))
             labels = np.full(last if d is None else d, -1, dtype=np.int64)
             for k, g in enumerate(members):
                 if (labels[g] != -1).any() or len(np.unique(g)) != g.size:
@@ -366,6 +367,7 @@ class GroupLasso(Regularizer):
         if w.shape != (names.size,) or not (np.isfinite(w).all() and (w >= 0).all()):
             raise ValueError(f"weights must hold {names.size} finite numbers >= 0 (one per group), got {weights!r}")
         self.weights = w
+        _require_group_memory(labels.size, names.size)
         member = labels[:, None] == names[None, :]
         self._member = member.astype(np.float64)  # (d, groups)
         self._free = (~member.any(1)).astype(np.float64)  # coordinates in no group
@@ -397,6 +399,13 @@ class GroupLasso(Regularizer):
     def describe(self):
         return {"type": "GroupLasso", "groups": self.labels.tolist(), "lam": self.lam,
                 "weights": self.weights.tolist()}
+
+
+def _require_group_memory(d, groups):
+    """A MemoryError naming the sizes where :class:`GroupLasso`'s labels and its (d, groups) membership matrices do
+    not fit: a coordinate of 10^12 had met NumPy's "Unable to allocate 7.28 TiB" (helper 204)."""
+    require_memory(d * (8 + 9 * groups), f"GroupLasso over d = {d:,} coordinates in {groups:,} groups",
+                   "name the coordinates from 0 (a group's members are indices of x)")
 
 
 class Prox(Regularizer):
@@ -508,7 +517,10 @@ def as_regularizer(r, name="regularizer"):
         if not _is_scalar(params["a"]):
             raise ValueError(f"{name}: Scaled's a must be a number > 0, got {type(params['a']).__name__} "
                              f"{params['a']!r:.60}")
-        return as_regularizer(params["of"], name) * params["a"]
+        inner = as_regularizer(params["of"], name)
+        if inner is None:  # (None * a: a TypeError of NoneType, helper 204)
+            raise ValueError(f"{name}: Scaled's 'of' must describe a regularizer, got none")
+        return inner * params["a"]
     if kind == "Prox":
         raise ValueError(f"{name}: the user-defined Prox {params.get('name')!r} cannot be rebuilt from its "
                          "description; pass it again (from_state_dict(state, ..., regularizer=r))")
@@ -522,6 +534,9 @@ def as_regularizer(r, name="regularizer"):
 
 def describe_regularizer(r):
     """``r.describe()`` as JSON text (``"null"`` for None): what a state_dict stores."""
+    if r is not None and not isinstance(r, Regularizer):  # (3: an AttributeError, helper 204)
+        raise TypeError(f"r must be a Regularizer of rowstoch_fast.composite or None, got {type(r).__name__} "
+                        f"{fmt_value(r):.60}")
     return json.dumps(None if r is None else r.describe(), sort_keys=True)
 
 
@@ -607,7 +622,21 @@ def proximal_gradient(value_and_gradient, regularizer, x0, *, tol=1e-12, max_ite
     max_iter = check_int(max_iter, "max_iter", minimum=1)
     r_value = (lambda x: 0.0) if regularizer is None else (lambda x: float(regularizer.value(x)))
     x = np.array(x, dtype=np.float64)
-    g_zero = np.asarray(value_and_gradient(np.zeros_like(x))[1])
+    given = value_and_gradient
+
+    def value_and_gradient(z):  # (checked: a scalar returned met "'float' object is not subscriptable", a gradient
+        # of another shape a broadcast error, helper 204)
+        out = given(z)
+        if not (isinstance(out, (tuple, list)) and len(out) == 2):
+            raise TypeError(f"value_and_gradient must return (f(x), grad f(x)), got {type(out).__name__} "
+                            f"{fmt_value(out):.60}")
+        f, g = out[0], np.asarray(out[1])
+        if np.ndim(f) != 0 or g.shape != z.shape:
+            raise ValueError(f"value_and_gradient must return f(x) a number and grad f(x) of x's shape {z.shape}, "
+                             f"got shapes {np.shape(f)} and {g.shape}")
+        return f, g
+
+    g_zero = value_and_gradient(np.zeros_like(x))[1]
     eps = float(np.finfo(precision_of(g_zero)).eps)
     low_precision = eps > float(np.finfo(np.float64).eps)
     scale = float(np.linalg.norm(g_zero.astype(np.float64)))
@@ -631,6 +660,7 @@ def proximal_gradient(value_and_gradient, regularizer, x0, *, tol=1e-12, max_ite
             raise ValueError(f"the proximal gradient solver of {what} reached NaN or Inf (value_and_gradient at a "
                              "step's point)")
         if residual <= tol:
+            _check_no_runaway(x_new, g_new, prox, tol, what)
             return x_new
         since = 0 if residual < 0.9 * best else since + 1
         if residual < best:
@@ -650,6 +680,22 @@ def proximal_gradient(value_and_gradient, regularizer, x0, *, tol=1e-12, max_ite
                   f"{best:.3g} (asked: {tol:.3g}{stalled}); the optimum is that accurate", RuntimeWarning,
                   stacklevel=3)
     return x_best
+
+
+def _check_no_runaway(x, g, prox, tol, what):
+    """A ValueError where the residual at ``x`` fell to ``tol`` only because float64 rounding swallowed the
+    gradient step (``x - g == x`` where ``g`` is not small): f unbounded below had run to |x| = 1e16 and been
+    returned as converged (helper 204). A step large enough not to be swallowed tells that from an optimum on a
+    constraint (a bound at 1e17 holds it there)."""
+    lost = (x - g == x) & (g != 0)
+    if not np.linalg.norm(g[lost]) > tol:
+        return
+    step = 4.0 * float(np.finfo(np.float64).eps) * float(np.max(np.abs(x))) / float(np.max(np.abs(g[lost])))
+    if np.linalg.norm(x - prox(x - step * g, step)) / step > tol:
+        raise ValueError(f"the proximal gradient solver of {what} ran away: its iterate reached max |x| = "
+                         f"{float(np.max(np.abs(x))):.3g}, where float64 rounding swallows the gradient step "
+                         f"(gradient norm {float(np.linalg.norm(g)):.3g}), so the residual read 0: the objective is "
+                         "likely unbounded below (or its minimiser past float64's resolution)")
 
 
 # ---------------------------------------------------------------------------------------------- objectives

@@ -241,6 +241,10 @@ def label_quantity_split(labels, n, classes_per_node, seed=0):
     C = len(classes)
     if k > C:
         raise ValueError(f"classes_per_node = {k} exceeds the {C} classes in labels")
+    if n * k > len(labels):  # (each node needs a sample of each of its classes: found after n draws, in time
+        # proportional to n, 8.8 s at n = 10^6, helper 204)
+        raise ValueError(f"{len(labels)} samples cannot give each of {n} nodes {k} classes (a sample of each: "
+                         f"n * classes_per_node = {n * k} samples at least)")
     rng = make_rng(seed)
     order = rng.permutation(C)
     held = np.zeros((n, C), dtype=bool)
@@ -495,6 +499,14 @@ def load_digits():
     return X / 16.0, y.astype(np.int64)
 
 
+def _folder(folder, what):
+    """``folder`` as a str, or a TypeError naming it (None had met os.fspath's "expected str, bytes or os.PathLike
+    object", helper 204)."""
+    if not isinstance(folder, (str, os.PathLike)):
+        raise TypeError(f"folder must be the path of {what}'s folder, got {type(folder).__name__} {folder!r:.60}")
+    return os.fspath(folder)
+
+
 def _open(path):
     return gzip.open(path, "rb") if path.endswith(".gz") else open(path, "rb")
 
@@ -646,7 +658,7 @@ def load_mnist(folder):
     ValueError
         A file that is not what its name says.
     """
-    folder = os.fspath(folder)
+    folder = _folder(folder, "MNIST")
     if os.path.isfile(folder):
         if folder.endswith(".npz"):
             return _mnist_npz(folder)
@@ -681,6 +693,9 @@ def synthetic_cifar10(train=1600, test=320, seed=0, noise=0.15):
     train = check_int(train, "train", minimum=10)
     test = check_int(test, "test", minimum=10)
     noise = check_positive_float(noise, "noise", allow_zero=True)  # (NaN had made NaN images)
+    require_memory(3072 * (4 * (train + test) + 32 * max(train, test)), f"synthetic_cifar10(train={train}, "
+                   f"test={test}) (images of 3 x 32 x 32)")  # (the images kept, and a draw's float64 steps:
+    # NumPy's "Unable to allocate 74.5 GiB" had named neither, helper 204)
     rng = make_rng(seed)
     coarse = rng.uniform(0, 1, (10, 3, 4, 4))
     templates = np.repeat(np.repeat(coarse, 8, axis=2), 8, axis=3)  # 4x4 blocks blown up to 32x32
@@ -737,6 +752,10 @@ def load_cifar10(folder):
     ``test_batch.bin``) when it is there, else the "python version" (``data_batch_1`` .. ``_5``,
     ``test_batch``; read without running code a file might carry), optionally gzipped: ``(Xtr, ytr, Xte, yte)``
     with images of shape (3, 32, 32) in [0, 1]."""
+    folder = _folder(folder, "CIFAR-10")
+    if not os.path.isdir(folder):  # (a file had been "data_batch_1 not found in" it, helper 204)
+        raise (NotADirectoryError(f"CIFAR-10 folder {folder!r} is a file: give the folder of its batches")
+               if os.path.exists(folder) else FileNotFoundError(f"CIFAR-10 folder {folder!r} does not exist"))
     binary = any(os.path.exists(os.path.join(folder, "data_batch_1.bin" + z)) for z in ("", ".gz"))
 
     def read(name):
@@ -862,7 +881,14 @@ def load_dataset(source, *, format=None, x_key=None, y_key=None, label_column=No
 
 def _checked_xy(X, y, what):
     """``X`` and ``y`` as numeric arrays of as many samples, ``y`` 1-D, or an error naming ``what``."""
-    X, y = np.asarray(X), np.asarray(y)
+    arrays = []
+    for value, name in ((X, "features"), (y, "labels")):
+        try:
+            arrays.append(np.asarray(value))
+        except ValueError as exc:  # (rows of different lengths: NumPy's "inhomogeneous shape", helper 204)
+            raise ValueError(f"{what}: the {name} must be an array of one shape (every row as long), got "
+                             f"{type(value).__name__} ({exc})") from None
+    X, y = arrays
     for arr, name in ((X, "features"), (y, "labels")):
         if arr.dtype.kind not in "biuf":
             raise TypeError(f"{what}: the {name} must be numeric, got dtype {arr.dtype}")
@@ -1012,6 +1038,9 @@ def _dataset_libsvm(path):
         raise ImportError("reading a LIBSVM / svmlight file needs scikit-learn: pip install scikit-learn") from exc
     try:
         X, y = load_svmlight_file(path)
+    except OverflowError as exc:  # (an index of 1e11: a bare OverflowError, helper 204)
+        raise ValueError(f"{path}: a feature index is past what scikit-learn reads ({exc}); a LIBSVM file's indices "
+                         "are column numbers") from None
     except (ValueError, *_READ_ERRORS) as exc:
         raise ValueError(f"{path} is not a LIBSVM / svmlight file ({type(exc).__name__}: {exc})") from None
     require_memory(X.shape[0] * X.shape[1] * 8, f"the dense features of {path} ({X.shape[0]} x {X.shape[1]})",
@@ -1035,7 +1064,12 @@ def _dataset_items(data):
             size = f" of {len(item)} items" if isinstance(item, (tuple, list)) else ""
             raise TypeError(f"dataset[{i}] must be a (sample, label) pair, got a {type(item).__name__}{size}")
         sample, label = _as_numpy(item[0]), _as_numpy(item[1])
-        if X and sample.shape != X[0].shape:
+        if not X:  # (the samples gathered, then stacked: two copies; 10^9 of them had been read until the
+            # operating system killed the process, helper 204)
+            shape = f"shape {sample.shape}" if sample.ndim else "one number"
+            require_memory(len(data) * (2 * sample.nbytes + 2 * label.nbytes + 200),
+                           f"the {type(data).__name__} dataset of {len(data):,} samples of {shape} ({sample.dtype})")
+        elif sample.shape != X[0].shape:
             raise ValueError(f"dataset[{i}] holds a sample of shape {sample.shape}, dataset[0] one of {X[0].shape}")
         if label.size != 1:
             raise ValueError(f"dataset[{i}] has a label of shape {label.shape}: load_dataset takes one number a sample")

@@ -14,12 +14,13 @@ from __future__ import annotations
 
 import contextlib
 import math
+import numbers
 import os
 import sys
 
 import numpy as np
 
-from ._checks import check_names, check_not_subnormal, check_positive_float, check_text
+from ._checks import check_int, check_names, check_not_subnormal, check_positive_float, check_text, fmt_bytes
 
 __all__ = ["AXES", "METRIC_LABELS", "COST_UNITS", "check_axis", "check_cost_weights", "check_formats", "draw", "figure",
            "ranks_caption", "table_caption", "to_latex", "to_markdown", "with_cost",
@@ -144,6 +145,10 @@ def with_cost(frame, weights):
     weights = check_cost_weights(weights)
     if not hasattr(frame, "columns") or not hasattr(frame, "attrs"):  # (a dict had met .to_numpy)
         raise TypeError(f"frame must be a DataFrame of compare() (or its summary), got {type(frame).__name__}")
+    lacking = [u for u in weights if COST_UNITS[u] not in frame.columns]
+    if lacking:  # (pandas' KeyError 'bytes' had named the column alone, helper 204)
+        raise ValueError(f"cost weights: {lacking[0]} weighs the frame's {COST_UNITS[lacking[0]]!r} column, which it "
+                         f"does not have")
     frame = frame.copy()
     frame["cost"] = sum(w * frame[COST_UNITS[u]].to_numpy(dtype=np.float64) for u, w in weights.items())
     names = {"gradient": "gradient evaluation", "round": "communication round", "message": "message", "byte": "byte"}
@@ -155,6 +160,9 @@ def check_formats(formats):
     """``formats`` (a comma-separated string or a sequence) as a list of :data:`FORMATS`."""
     if isinstance(formats, str):
         formats = [f.strip().lower() for f in formats.split(",") if f.strip()]
+    if not hasattr(formats, "__iter__"):  # (None: "'NoneType' object is not iterable", helper 204)
+        raise TypeError(f"format must be among {', '.join(FORMATS)} (a comma-separated string or a list), got "
+                        f"{type(formats).__name__} {formats!r:.60}")
     formats = list(formats)
     bad = [f for f in formats if f not in FORMATS]
     if bad or not formats:
@@ -259,6 +267,7 @@ def _backend_chosen(matplotlib):
 def style(i):
     """Colour, marker and line style of the ``i``-th line: the first :data:`DISTINCT_STYLES` (48) differ in their
     (colour, line style) pair and in their marker; then the cycle repeats."""
+    i = check_int(i, "i")  # ("a": a TypeError of % formatting, helper 204)
     return {"color": COLOURS[i % len(COLOURS)], "marker": MARKERS[i % len(MARKERS)],
             "linestyle": LINESTYLES[(i // len(COLOURS)) % len(LINESTYLES)]}
 
@@ -280,12 +289,15 @@ def save(fig, path, dpi=DPI, format=None):
     ``dpi``: a number > 0 (an array had raised NumPy's "truth value ... is ambiguous" inside matplotlib).
     The format is ``format``, else the path's extension, else matplotlib's ``savefig.format`` (whose extension is
     then added to the name, as ``savefig`` does). Returns the path written."""
+    if not hasattr(fig, "savefig"):  # (None: an AttributeError, helper 204)
+        raise TypeError(f"fig must be a matplotlib Figure, got {type(fig).__name__}")
     dpi = dpi if isinstance(dpi, str) and dpi == "figure" else check_positive_float(dpi, "dpi")  # (matplotlib's
     # "figure": the figure's own)
     import matplotlib
 
     with matplotlib.rc_context(SAVE_RC):
         if not isinstance(path, (str, os.PathLike)):  # (a file object: as it is)
+            _check_pixels(fig, dpi, format or matplotlib.rcParams["savefig.format"])
             fig.savefig(path, dpi=dpi, format=format, **_undated(format))
             return path
         path = os.fspath(path)
@@ -299,6 +311,7 @@ def save(fig, path, dpi=DPI, format=None):
         folder = os.path.dirname(path) or "."
         if not os.path.isdir(folder):  # (the error named the temporary file: 'h.png.part')
             raise FileNotFoundError(f"cannot save the figure to {path!r}: its folder {folder!r} does not exist")
+        _check_pixels(fig, dpi, format or ext)
         tmp = f"{path}.part"
         try:
             fig.savefig(tmp, dpi=dpi, format=format or ext, **_undated(format or ext))
@@ -307,6 +320,25 @@ def save(fig, path, dpi=DPI, format=None):
             if os.path.exists(tmp):
                 os.remove(tmp)
     return path
+
+
+#: The largest raster image :func:`save` writes: Agg's own limit a side, and 2^28 pixels (1 GiB of RGBA) in all.
+MAX_PIXELS_SIDE, MAX_PIXELS = 2**16, 2**28
+
+
+def _check_pixels(fig, dpi, format):
+    """A ValueError naming ``dpi`` where ``fig`` saved at it as a raster image (not PDF, SVG or PostScript) would
+    be past :data:`MAX_PIXELS`: dpi = 10000 had taken a minute and 9.5 GB, dpi = 1e6 a bare std::bad_alloc
+    (helper 204)."""
+    if str(format).lower() in ("pdf", "svg", "svgz", "eps", "ps"):
+        return
+    inches = fig.get_size_inches()
+    scale = fig.dpi if isinstance(dpi, str) else dpi
+    width, height = (float(v) * scale for v in inches)
+    if max(width, height) >= MAX_PIXELS_SIDE or width * height > MAX_PIXELS:
+        raise ValueError(f"dpi = {scale:g} makes the {inches[0]:g} x {inches[1]:g} in figure an image of {width:.0f} x "
+                         f"{height:.0f} pixels ({fmt_bytes(width * height * 4)}): at most "
+                         f"{MAX_PIXELS_SIDE - 1} a side and 2^28 in all; lower dpi")
 
 
 def spread_within(mean, spread, lowest, highest):
@@ -465,9 +497,15 @@ def figure(frames, metrics, x="rounds", path=None, formats=("png",), titles=None
         if missing:
             raise ValueError(f"metrics: {missing[0]!r} is not recorded in frames[{k}] (compare(..., metrics=[...]) "
                              f"records it); it holds {', '.join(c for c in frame.columns if c in METRICS) or 'none'}")
+        for m in metrics:  # (text: matplotlib's or NumPy's words far below, helper 204)
+            try:
+                frame[m].to_numpy(dtype=np.float64)
+            except (TypeError, ValueError):
+                raise TypeError(f"metrics: {m!r} in frames[{k}] holds {frame[m].dtype} values that are not numbers "
+                                f"(e.g. {frame[m].iloc[0]!r:.40})") from None
     if titles is not None:
         titles = [titles] if isinstance(titles, str) else [str(t) for t in titles]
-        if len(titles) > len(frames):  # (fewer: the last rows untitled)
+        if len(titles) != len(frames):  # (fewer had left the last rows untitled, unsaid, helper 204)
             raise ValueError(f"titles: {len(titles)} title(s) for {len(frames)} frame(s); give one per frame")
     if path is not None and not isinstance(path, (str, os.PathLike)):
         raise TypeError(f"path must be a file path without suffix (str), got {type(path).__name__} {path!r}")
@@ -551,6 +589,10 @@ def tuning_figure(tuning, path=None, formats=("png",), dpi=TUNING_DPI):
     ran at the next stable rate of its tuning, that rate a dash-dotted one (the title names both); ``tuning`` is
     ``frame.attrs["tuning"]``. One legend for every panel (the stages), no minor ticks and fixed margins: a
     diagnostic figure of 27 panels drawn in a second, not five. Returns the Figure or None."""
+    if tuning is not None and not isinstance(tuning, dict):  # (a frame: "truth value of a DataFrame is
+        # ambiguous", helper 204)
+        raise TypeError(f"tuning must be a comparison's frame.attrs['tuning'] (a dict), got {type(tuning).__name__}"
+                        + (": pass frame.attrs['tuning']" if hasattr(tuning, "attrs") else ""))
     if not tuning:
         return None
     formats = check_formats(formats)
@@ -672,7 +714,10 @@ def rate_text(lr):
     10^-2.5: ``summary.csv`` and ``lr.json`` keep every digit); not a finite number: as it is. Two significant
     digits were not enough on noisy problems: a rerun at 0.0056 of a run at 0.00562341 under 4-bit QSGD ended at
     8.06e-3 against 7.07e-3."""
-    lr = float(lr)
+    try:
+        lr = float(lr)
+    except (TypeError, ValueError):  # ("abc": float()'s words, helper 204)
+        raise TypeError(f"lr must be a number, got {type(lr).__name__} {lr!r:.60}") from None
     if not math.isfinite(lr):
         return str(lr)
     for digits in range(1, 7):
@@ -989,9 +1034,11 @@ def _tex_head(metric):
 def tex_number(mean, std=None, digits=2):
     """``mean`` (and ``std``) as LaTeX math with one power of ten: ``$(1.83 \\pm 0.29) \\times 10^{-1}$`` (``$1.83
     \times 10^{-1}$`` without ``std``; ``$0$`` and non-finite values as words)."""
-    from ._checks import check_int
-
     digits = check_int(digits, "digits", minimum=0)
+    for value, name in ((mean, "mean"), (std, "std")):  # ("a": math.isfinite's words, helper 204)
+        if (value is not None or name == "mean") and (isinstance(value, (bool, np.bool_))
+                                                      or not isinstance(value, numbers.Real)):
+            raise TypeError(f"{name} must be a real number, got {type(value).__name__} {value!r:.60}")
     if not math.isfinite(mean):
         return r"$\infty$" if mean > 0 else ("n/a" if mean != mean else r"$-\infty$")
     if mean == 0:

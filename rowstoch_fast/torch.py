@@ -37,7 +37,7 @@ import warnings
 
 import numpy as np
 
-from ._checks import check_int, require_memory
+from ._checks import as_float_array, check_int, require_memory
 
 __all__ = ["Replicas", "GradFn", "DecentralizedOptimizer", "as_tensor", "from_tensor", "accuracy"]
 
@@ -52,7 +52,8 @@ def _torch():
 
 def as_tensor(X):
     """A torch tensor on the memory of ``X`` (no copy): NumPy arrays (read-only views too; the tensor is only
-    read) become CPU tensors, CuPy arrays CUDA tensors through DLPack; tensors pass through."""
+    read) become CPU tensors, CuPy arrays CUDA tensors through DLPack; tensors pass through. A NumPy array torch
+    cannot view (negative strides, another byte order) is copied."""
     torch = _torch()
     if isinstance(X, torch.Tensor):
         return X
@@ -61,6 +62,9 @@ def as_tensor(X):
     arr = np.asarray(X)
     if arr.dtype.kind not in "fiub":  # (torch's own refusal lists its types, naming no argument)
         raise TypeError(f"X must be a numeric array or tensor, got {type(X).__name__} of dtype {arr.dtype}")
+    if not arr.dtype.isnative or any(s < 0 for s in arr.strides):  # (torch views neither: a copy, not its
+        # "negative stride" or "byte order" refusal, helper 204)
+        arr = np.ascontiguousarray(arr, dtype=arr.dtype.newbyteorder("="))
     with warnings.catch_warnings():  # the optimizers hand out read-only views; torch warns about those
         warnings.filterwarnings("ignore", message="The given NumPy array is not writable")
         return torch.from_numpy(arr)
@@ -75,6 +79,9 @@ def from_tensor(T, like=None):
     if like is not None and isinstance(like, torch.Tensor):
         return T
     T = T.detach()
+    if T.dtype == torch.bfloat16 or "float8" in str(T.dtype):  # (torch's "unsupported ScalarType BFloat16",
+        # helper 204)
+        raise TypeError(f"T has dtype {T.dtype}, which NumPy has no type for: convert it first (T.float())")
     if T.is_cuda or (like is not None and hasattr(like, "__cuda_array_interface__")):
         import cupy
 
@@ -92,6 +99,18 @@ def _device(torch, device):
         raise RuntimeError(f"device={device!r} but this torch has no usable CUDA device "
                            f"(torch {torch.__version__}, torch.cuda.is_available() is False)")
     return dev
+
+
+def _as_batch(value, name):
+    """``torch.as_tensor(value)``, or a TypeError naming ``name`` for what torch cannot convert: text, objects
+    (torch's "can't convert np.ndarray of type numpy.str_" had named nothing, helper 204)."""
+    torch = _torch()
+    try:
+        return torch.as_tensor(value)
+    except (TypeError, ValueError, RuntimeError) as exc:
+        dtype = f" of dtype {value.dtype}" if hasattr(value, "dtype") else ""
+        raise TypeError(f"{name} must be numbers (an array or a tensor), got {type(value).__name__}{dtype} "
+                        f"({exc})") from None
 
 
 def _pair(batch):
@@ -150,11 +169,11 @@ class GradFn:
             else:  # repetition k's node i draws with batch_fn(i, t, k)
                 pairs = [_pair(self.batch_fn(i, t, k)) for k in range(r.repeats) for i in range(r.n)]
             try:
-                inputs = self._torch.stack([self._torch.as_tensor(p[0]) for p in pairs])
-                targets = self._torch.stack([self._torch.as_tensor(p[1]) for p in pairs])
+                inputs = self._torch.stack([_as_batch(p[0], "batch_fn's inputs") for p in pairs])
+                targets = self._torch.stack([_as_batch(p[1], "batch_fn's targets") for p in pairs])
             except RuntimeError as exc:  # batches of different shapes
                 raise ValueError(f"batch_fn's batches must have one shape on every node: {exc}") from None
-        inputs, targets = self._torch.as_tensor(inputs), self._torch.as_tensor(targets)
+        inputs, targets = _as_batch(inputs, "batch_fn's inputs"), _as_batch(targets, "batch_fn's targets")
         if r.repeats > 1 and self.stacked and inputs.shape[:2] == (r.repeats, r.n):  # (repeats, n, B, ...)
             inputs, targets = inputs.flatten(0, 1), targets.flatten(0, 1)
         if inputs.shape[0] != N or targets.shape[0] != N:
@@ -429,7 +448,7 @@ class Replicas:
             :class:`DecentralizedOptimizer` steps with).
         """
         torch = _torch()
-        inputs = torch.as_tensor(inputs).to(self.device)
+        inputs = _as_batch(inputs, "inputs").to(self.device)
         N = self.n * self.repeats
         if self.repeats > 1 and inputs.shape[:2] == (self.repeats, self.n):
             inputs = inputs.flatten(0, 1)
@@ -446,13 +465,21 @@ class Replicas:
         """Each node's mean loss on its batch (:attr:`loss` of :meth:`forward`'s outputs): shape ``(n,)``. Their
         sum is the loss to call ``.backward()`` on (the nodes share no parameters)."""
         torch = _torch()
-        targets = torch.as_tensor(targets).to(self.device)
+        if not isinstance(outputs, torch.Tensor):  # (an array: no gradient to give; torch's words named nothing)
+            raise TypeError(f"outputs must be the tensor forward returned (reps(inputs)), got "
+                            f"{type(outputs).__name__}")
+        targets = _as_batch(targets, "targets").to(self.device)
         N = self.n * self.repeats
         if self.repeats > 1 and targets.shape[:2] == (self.repeats, self.n):
             targets = targets.flatten(0, 1)
-        if targets.ndim == 0 or targets.shape[0] != N or outputs.shape[0] != N:
+        if targets.ndim == 0 or outputs.ndim == 0 or targets.shape[0] != N or outputs.shape[0] != N:
             raise ValueError(f"outputs and targets must hold one batch per node on their first axis ({N}), got "
                              f"shapes {tuple(outputs.shape)} and {tuple(targets.shape)}")
+        if outputs.ndim > 1 and targets.ndim > 1 and outputs.shape[1] != targets.shape[1]:  # (torch's "shape
+            # '[20, -1]' is invalid", helper 204)
+            raise ValueError(f"outputs and targets must hold batches of one size, got {outputs.shape[1]} outputs and "
+                             f"{targets.shape[1]} targets a node (shapes {tuple(outputs.shape)} and "
+                             f"{tuple(targets.shape)})")
         return self._losses(outputs, targets)
 
     # ------------------------------------------------------------------ for the optimizers
@@ -515,6 +542,15 @@ class Replicas:
             raise ValueError(f"X has shape {tuple(P.shape)}, expected {tuple(self.params.shape)}")
         if P.is_floating_point() and not bool(torch.isfinite(P).all()):
             raise ValueError("X must be finite (a diverged run's block?)")
+        if P.is_floating_point() and P.dtype != self.dtype:  # (checked as the replicas hold it: 1e300 had become
+            # inf in float32 replicas, silently, helper 204)
+            P = P.to(self.dtype)
+            bad = (~torch.isfinite(P)).nonzero()
+            if len(bad):
+                where = tuple(bad[0].tolist())
+                raise ValueError(f"X must be finite in the replicas' {self.dtype}; X[{', '.join(map(str, where))}] = "
+                                 f"{float(as_tensor(X)[where]):.6g} is beyond its range (largest "
+                                 f"{torch.finfo(self.dtype).max:.6g})")
         with torch.no_grad():
             self.params.copy_(P)
 
@@ -598,12 +634,17 @@ def _scalar_losses(losses, replicas):
 def _average_weights(weights, n):
     """``weights`` (one per node, finite, >= 0, not all 0) divided by their sum: a weighted average (ones summed
     the replicas, n times the average model)."""
-    w = np.array(weights, dtype=np.float64)
+    w = as_float_array(weights, "weights", np.float64, copy=True, finite=False)  # (text or complex: NumPy's own
+    # "could not convert string to float" or the imaginary parts dropped, helper 204)
     if w.shape != (n,):
         raise ValueError(f"weights must have one value per node ({n}), got shape {w.shape}")
-    total = w.sum()
-    if not np.isfinite(w).all() or (w < 0).any() or not total > 0:
+    if not np.isfinite(w).all() or (w < 0).any() or not w.max() > 0:
         raise ValueError("weights must be finite and >= 0, not all 0 (e.g. A.pi)")
+    with np.errstate(over="ignore"):
+        total = w.sum()
+    if not np.isfinite(total):  # (1e308 twice summed to inf: every weight 0, an all-zero model, helper 204)
+        w /= w.max()
+        total = w.sum()
     return w if total == 1.0 else w / total
 
 
@@ -612,7 +653,7 @@ def _eval_set(inputs, targets, batch_size):
     gave NaN losses and an accuracy of 0; a shorter ``targets`` scored only the first inputs)."""
     torch = _torch()
     check_int(batch_size, "batch_size", minimum=1)
-    inputs, targets = torch.as_tensor(inputs), torch.as_tensor(targets)
+    inputs, targets = _as_batch(inputs, "inputs"), _as_batch(targets, "targets")
     if inputs.ndim == 0 or targets.ndim == 0:
         raise ValueError(f"inputs and targets must hold one sample per row, got shapes {tuple(inputs.shape)} and "
                          f"{tuple(targets.shape)}")
@@ -633,6 +674,8 @@ def accuracy(module, inputs, targets, batch_size=EVALUATION_BATCH):
     shape ``(N,)``; a model of one output, whose argmax is always 0, needs its own threshold instead). Every
     submodule's mode is restored afterwards."""
     torch = _torch()
+    if not isinstance(module, torch.nn.Module):  # ("foo": an AttributeError, helper 204)
+        raise TypeError(f"module must be a torch.nn.Module, got {type(module).__name__} {module!r:.60}")
     inputs, targets = _eval_set(inputs, targets, batch_size)
     if not _class_labels(targets):  # ((N, 1) labels broadcast against (N,) predictions: N x N, accuracy 3.0)
         raise ValueError(f"targets must be integer class labels of shape (N,), got {tuple(targets.shape)} "
@@ -862,9 +905,9 @@ def _optimizer_class():
                                    "again")
             try:
                 lr = self.param_groups[0]["lr"]
-                _check_group_rate(lr)
+                _check_group_rate(self.inner, lr, "param_groups[0]['lr']")
                 if not _same_rate(lr, self._lr):  # a scheduler's new rate: this step's update uses it, as in
-                    if not lr > 0:                # torch.optim (the step waiting for G computes it from here)
+                    if np.ndim(lr) == 0 and not lr > 0:  # torch.optim (the step waiting for G computes it here)
                         raise ValueError(f"lr must be > 0 at every step, got {lr!r} from param_groups[0]['lr'] (a "
                                          "scheduler's warm-up from 0 or decay to 0?): the package's methods divide "
                                          "by it or scale their corrections with it; start a warm-up above 0, e.g. "
@@ -895,17 +938,29 @@ def _optimizer_class():
             matrices = {k: getattr(self.inner, k) for k in type(self.inner).matrices}
             saved = {k: _from_torch_safe(v) for k, v in state["rowstoch"].items()}  # (NumPy arrays, as saved)
             buffers = state.get("buffers", {})  # (a state of an earlier version has none: they stay as they are)
+            if not (isinstance(buffers, dict) and all(hasattr(b, "shape") for b in buffers.values())):  # (3: "'int'
+                # object is not iterable", helper 204)
+                raise ValueError(f"state['buffers'] must be a dict of tensors (name -> the replicas' buffer), as "
+                                 f"state_dict() writes, got {type(buffers).__name__} {str(buffers)[:60]}")
             mine = self.replicas.buffers
             if set(buffers) - set(mine) or any(tuple(b.shape) != tuple(mine[k].shape) for k, b in buffers.items()):
                 raise ValueError(f"state['buffers'] does not fit the replicas' buffers: saved "
                                  f"{ {k: tuple(b.shape) for k, b in buffers.items()} }, here "
                                  f"{ {k: tuple(b.shape) for k, b in mine.items()} }")
-            x = saved.get("x")
-            if x is not None and tuple(np.shape(x)) != tuple(self.inner.x.shape):  # (helper 196's list: another
+            x, here = saved.get("x"), tuple(self.inner.x.shape)
+            rows = here if len(here) != 3 else (here[1], here[0] * here[2])  # (repetitions: saved node-major, as
+            # (n, reps * d); their own state had been refused, helper 204)
+            if x is not None and tuple(np.shape(x)) not in (here, rows):  # (helper 196's list: another
                 # model's state met torch's "shape '[4, 12]' is invalid for input of size 32")
                 raise ValueError(f"state['rowstoch']['x'] holds models of shape {tuple(np.shape(x))}, but these "
                                  f"replicas' are {tuple(self.inner.x.shape)} (n x the model's parameter count): "
                                  "the state is another model's or another network's")
+            groups = state.get("param_groups")
+            if groups:  # (checked now: "x" had been taken, and refused only by the next step(), helper 204)
+                if not (isinstance(groups, (list, tuple)) and isinstance(groups[0], dict) and "lr" in groups[0]):
+                    raise ValueError(f"state['param_groups'] must be a list of dicts with 'lr' (as state_dict() "
+                                     f"writes), got {type(groups).__name__} {str(groups)[:80]}")
+                _check_group_rate(self.inner, groups[0]["lr"], "state['param_groups'][0]['lr']")
             self.inner = type(self.inner).from_state_dict(saved, **matrices)
             self._lr = self.inner.lr  # (a rate a scheduler set after the last step: applied by the next, as it was)
             saved = state.get("param_groups")
@@ -955,16 +1010,24 @@ def _from_torch_safe(value):
     return value
 
 
-def _check_group_rate(lr):
-    """Refuse a ``param_groups[0]["lr"]`` that is no number (nor one per replica): ``"0.1"`` had failed in
-    "'>' not supported between 'str' and 'int'" (helper 192)."""
+def _check_group_rate(inner, lr, name):
+    """Refuse a ``param_groups[0]["lr"]`` (``name``) that is no number (nor one per replica): ``"0.1"`` had failed
+    in "'>' not supported between 'str' and 'int'" (helper 192); an array of rates is checked as ``inner``'s
+    constructor checks ``lr`` (one per replica, shape (reps, 1, 1); FROST's one per node), its messages headed by
+    ``name`` (a (reps, 1, 1) array had met "truth value of an array is ambiguous", helper 204). A number's sign
+    is the step's to say."""
     try:
         kind = np.asarray(lr).dtype.kind
     except (TypeError, ValueError, RuntimeError):
         kind = "O"
     if kind not in "iuf":
-        raise TypeError(f"param_groups[0]['lr'] must be a number (or one per replica), got {type(lr).__name__} "
-                        f"{lr!r}")
+        raise TypeError(f"{name} must be a number (or one per replica), got {type(lr).__name__} {lr!r}")
+    if np.ndim(lr) == 0:
+        return
+    try:
+        inner._check_rates_fit(inner._check_lr(np.asarray(lr)), inner._global_shape, inner._ops.dtype)
+    except (TypeError, ValueError) as exc:
+        raise type(exc)(f"{name}: {exc}") from None
 
 
 def _same_rate(a, b):

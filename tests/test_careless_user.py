@@ -2013,3 +2013,155 @@ def test_an_optimizer_s_iteration_is_read_only_and_check_finite_is_checked_where
     assert opt.iteration == 3 and np.isnan(opt.x).all()
     again = PullDiagGT.from_state_dict(opt.state_dict())
     assert again.iteration == 3 and again.check_finite is False
+
+
+@pytest.mark.parametrize("call, error, fragment", [
+    ("reproduce_mnist_mlp(out, batch=0)", ValueError, "batch must be >= 1, got 0"),
+    ("reproduce_mnist_mlp(out, batch=2.5)", TypeError, "batch must be an integer, got float 2.5"),
+    ("reproduce_mnist_mlp(out, record_every=0)", ValueError, "record_every must be >= 1, got 0"),
+    ("reproduce_mnist_mlp(out, repeats=0)", ValueError, "repeats must be >= 1, got 0"),
+    ("reproduce_mnist_mlp(out, repeats=1.5)", TypeError, "repeats must be an integer, got float 1.5"),
+    ("reproduce_mnist_mlp(out, graphs=['foo'])", ValueError,
+     "graphs must be distinct names from ring, grid, geometric, nearest_neighbor, got 'foo'"),
+    ("reproduce_mnist_mlp(out, seed=-1)", ValueError, "seed must be >= 0, got -1"),
+    ("reproduce_mnist_mlp(out, stem='a/b')", ValueError, "stem must be a file name's stem (the files go in out_dir), "
+     "got 'a/b'"),
+    ("reproduce_mnist_heterogeneous(out, record_every=-5)", ValueError, "record_every must be >= 1, got -5"),
+    ("reproduce_mnist_heterogeneous(out, seed=1.5)", TypeError, "seed must be an integer, got float 1.5"),
+    ("reproduce_cifar10_resnet(out, synthetic=True, batch=-3)", ValueError, "batch must be >= 1, got -3"),
+    ("reproduce_cifar10_resnet(out, synthetic=True, graphs=5)", TypeError,
+     "graphs must be a name or a sequence of names (str), got int 5"),
+    ("reproduce_robustness(out, algorithms=[])", ValueError, "algorithms must name at least one algorithm"),
+    ("reproduce_robustness(out, bursty=(0.5, 0.0, 0.0))", ValueError, "bursty[1] (p_bad) must be finite and > 0, "
+     "got 0.0"),
+    ("reproduce_robustness(out, bursty=(0.5,))", ValueError, "bursty must be None or (p in the bad state, p_bad, "
+     "p_recover), three probabilities, got (0.5,)"),
+    ("reproduce_robustness(out, bursty=(2, 0.1, 0.1))", ValueError, "bursty's three numbers must be probabilities"),
+    ("reproduce_robustness(out, total=1000)", ValueError, "total must be a multiple of 64 of at least 12800 (the "
+     "samples of the 64-node graph: a mini-batch of 200 on each node), got 1000"),
+])
+def test_the_reproductions_check_their_arguments_before_any_work(tmp_path, call, error, fragment):
+    """Helper 204: the Python API of the neural reproductions took batch 0 (ZeroDivisionError), record_every 0 (the
+    same, after the CSVs were written) and -5, repeats 0 (empty outputs), graphs ['foo'] (KeyError) and 'ring'
+    (letter by letter), seed -1, stem 'a/b' (OSError); the robustness one, no algorithm (ZeroDivisionError after
+    writing its CSV), bursty (0.5, 0, 0) and (0.5,), a small total (named batch). Each is refused before anything
+    is read, run or written."""
+    from rowstoch_fast import experiments
+
+    out = tmp_path / "out"
+    names = {name: getattr(experiments, name) for name in experiments.__all__}
+    with pytest.raises(error, match=re.escape(fragment)):
+        eval(call, {**names, "out": str(out)})
+    assert not out.exists()
+
+
+def test_a_figure_saved_at_a_dpi_past_any_image_is_refused(tmp_path):
+    """Helper 204: dpi = 10000 took a minute and 9.5 GB for one panel, dpi = 1e6 ended in a bare std::bad_alloc;
+    a raster image past 2^16 pixels a side or 2^28 in all is refused, naming dpi and the size; a PDF takes any."""
+    import matplotlib.pyplot as plt
+
+    from rowstoch_fast import report
+
+    fig = plt.figure(figsize=(6, 4))
+    draw = fig.savefig
+    fig.savefig = lambda *a, **k: pytest.fail("drawn: nothing checked the size first")  # (gigabytes, a minute)
+    try:
+        for dpi in (10000, 1e6):
+            with pytest.raises(ValueError, match=re.escape(f"dpi = {dpi:g} makes the 6 x 4 in figure an image of "
+                                                           f"{6 * dpi:.0f} x {4 * dpi:.0f} pixels (")) as info:
+                report.save(fig, tmp_path / "big.png", dpi=dpi)
+            assert str(info.value).endswith("iB): at most 65535 a side and 2^28 in all; lower dpi")
+        with pytest.raises(ValueError, match=r"an image of 36000 x 24000 pixels"):  # (within a side, past in all)
+            report.save(fig, io.BytesIO(), dpi=6000)
+        assert not list(tmp_path.iterdir())
+        fig.savefig = draw
+        assert report.save(fig, tmp_path / "big.pdf", dpi=10000).endswith("big.pdf")
+        assert report.save(fig, tmp_path / "small.png", dpi=50).endswith("small.png")
+    finally:
+        plt.close(fig)
+
+
+def test_the_neural_figures_models_and_label_counts_check_their_sizes(monkeypatch):
+    """Helper 204: resnet18(classes=0) built a net with no output (mlp refused it); 10^10 classes and an MLP of
+    10^12 parameters met torch's allocator (now refused from their parameter count, before any is made: exact, a
+    byte short of it refuses); mlp(hidden=3) "'int' object is not iterable"; label_counts took classes=0 (counts
+    of shape (n, 0)) and met NumPy's words for negative or float labels."""
+    pytest.importorskip("torch")
+    from rowstoch_fast import experiments
+
+    with pytest.raises(ValueError, match="classes must be >= 1, got 0"):
+        experiments.resnet18(4, classes=0)
+    with pytest.raises(MemoryError, match=r"resnet18\(width=64, classes=10000000000\), of 5,130,011,168,832 "
+                                          "parameters needs about"):
+        experiments.resnet18(classes=10**10)
+    with pytest.raises(MemoryError, match=r"mlp\(1000000, classes=10, hidden=\(1000000,\)\), of 1,000,011,000,010 "
+                                          "parameters"):
+        experiments.mlp(10**6, hidden=(10**6,))
+    with pytest.raises(TypeError, match=r"hidden must be a sequence of layer widths, e.g. \(64, 32, 16\), got int 3"):
+        experiments.mlp(4, hidden=3)
+    for make in (lambda: experiments.resnet18(2, classes=3), lambda: experiments.mlp(5, 3, (4, 2))):
+        count = sum(p.numel() for p in make().parameters())
+        monkeypatch.setenv("ROWSTOCH_MEMORY_LIMIT", str(4 * count))
+        make()
+        monkeypatch.setenv("ROWSTOCH_MEMORY_LIMIT", str(4 * count - 1))
+        with pytest.raises(MemoryError, match=f"of {count:,} parameters"):
+            make()
+        monkeypatch.delenv("ROWSTOCH_MEMORY_LIMIT")
+    parts = [np.array([0, 1]), np.array([2, 3])]
+    with pytest.raises(ValueError, match="classes must be >= 1, got 0"):
+        experiments.label_counts(np.array([0, 1, 1, 0]), parts, classes=0)
+    with pytest.raises(ValueError, match=r"labels must be class ids in 0\.\.9 \(classes = 10\), got -1"):
+        experiments.label_counts(np.array([0, -1, 1, 0]), parts)
+    with pytest.raises(TypeError, match="labels must be a 1-D array of class ids"):
+        experiments.label_counts(np.array([0.0, 1.5, 1.0, 0.0]), parts)
+    assert experiments.label_counts(np.array([0, 1, 1, 0]), parts, classes=2).tolist() == [[1, 1], [1, 1]]
+
+
+def test_the_report_helpers_name_what_they_were_given(small_problem, tmp_path):
+    """Helper 204: check_formats(None), style("a"), tex_number("a"), rate_text("abc"), save(None, ...) and
+    tuning_figure(a frame) met Python's, pandas' or NumPy's words; with_cost of a unit whose column the frame
+    lacks a KeyError; a metric column of text matplotlib's; titles for fewer frames were taken, the last rows left
+    untitled."""
+    from rowstoch_fast import compare as cm, report as rp
+
+    A, f = small_problem
+    frame = cm.compare(A, f, ["dgd"], 20, lr=0.01, tune=False, repeats=1, progress=False, points=3)
+    for call, error, words in (
+            (lambda: rp.check_formats(None), TypeError, "format must be among png, pdf, svg (a comma-separated string "
+                                                        "or a list), got NoneType None"),
+            (lambda: rp.style("a"), TypeError, "i must be an integer, got str 'a'"),
+            (lambda: rp.tex_number("a"), TypeError, "mean must be a real number, got str 'a'"),
+            (lambda: rp.tex_number(1.0, "b"), TypeError, "std must be a real number, got str 'b'"),
+            (lambda: rp.rate_text("abc"), TypeError, "lr must be a number, got str 'abc'"),
+            (lambda: rp.save(None, tmp_path / "x.png"), TypeError, "fig must be a matplotlib Figure, got NoneType"),
+            (lambda: rp.tuning_figure(frame), TypeError, "tuning must be a comparison's frame.attrs['tuning'] (a "
+                                                         "dict), got DataFrame: pass frame.attrs['tuning']"),
+            (lambda: rp.with_cost(frame.drop(columns=["bytes"]), "byte=1"), ValueError,
+             "cost weights: byte weighs the frame's 'bytes' column, which it does not have"),
+            (lambda: rp.figure([frame.assign(suboptimality="abc")], ["suboptimality"]), TypeError,
+             "values that are not numbers (e.g. 'abc')"),  # (after "metrics: 'suboptimality' in frames[0] holds
+            # str" or "object", by pandas' version)
+            (lambda: rp.figure([frame, frame], ["suboptimality"], titles=["a"]), ValueError,
+             "titles: 1 title(s) for 2 frame(s); give one per frame")):
+        with pytest.raises(error, match=re.escape(words)):
+            call()
+    assert not list(tmp_path.iterdir())
+    assert rp.rate_text("0.1") == "0.1"
+    assert rp.tex_number(np.float64(0.183), 0.029) == r"$(1.83 \pm 0.29) \times 10^{-1}$"
+    assert rp.style(np.int64(1)) == rp.style(1) and rp.tuning_figure(None) is None
+    import matplotlib.pyplot as plt
+
+    plt.close(rp.figure([frame, frame], ["suboptimality"], titles=["a", "b"]))
+
+
+def test_complex_client_weights_are_refused_not_cut_to_their_real_parts():
+    """Helper 204: FedAvg's client_weights of a complex dtype lost their imaginary parts with a ComplexWarning
+    alone."""
+    from rowstoch_fast.algorithms import FedAvg
+
+    x0 = np.zeros((8, 2))
+    with pytest.raises(TypeError, match=r"client_weights must be 8 positive real numbers \(one per client\), got "
+                                        "complex dtype complex128"):
+        FedAvg(8, x0, 0.1, participation=0.5, selection="size", client_weights=np.ones(8, complex))
+    algo = FedAvg(8, x0, 0.1, participation=0.5, selection="size", client_weights=np.arange(1, 9))
+    assert algo.client_weights.tolist() == list(range(1, 9))

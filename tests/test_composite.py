@@ -15,7 +15,7 @@ import rowstoch_fast as rf
 from rowstoch_fast import _reference, topology
 from rowstoch_fast.algorithms import REGISTRY, names
 from rowstoch_fast.composite import (Box, Composite, ElasticNet, GroupLasso, L1, NonNegative, Prox, Scaled, Sum,
-                                     as_regularizer, proximal_gradient)
+                                     as_regularizer, describe_regularizer, proximal_gradient)
 from rowstoch_fast.objectives import LeastSquares, LogisticL2, NonconvexLogistic, Quadratic
 from conftest import steps_until
 
@@ -490,3 +490,35 @@ def test_the_solver_stops_where_float32_gradients_round_and_returns_its_best_poi
     assert iterations < 4 * STALL_ITERATIONS and "none fell by a tenth" in message
     exact = (Quadratic.random(8, 20, seed=2) + L1(0.05)).optimum()
     assert np.abs(best.x - exact.x).max() < 1e-4  # (float32 data: its own minimiser, near float64's)
+
+
+def test_the_solver_says_an_objective_unbounded_below_and_a_value_and_gradient_of_another_form():
+    """Helper 204: f(z) = sum(z), unbounded below, ran until float64 rounding swallowed the gradient step (|x| =
+    1e16, the residual read 0) and was returned as converged; a value_and_gradient returning a number met "'float'
+    object is not subscriptable", a gradient of another shape a broadcast error. An optimum on a far bound is
+    still one."""
+    linear = lambda z: (float(z.sum()), np.ones_like(z))  # noqa: E731
+    with pytest.raises(ValueError, match=r"the proximal gradient solver of the problem ran away: its iterate reached "
+                                         r"max \|x\| = 1\.\d+e\+16, where float64 rounding swallows the gradient "
+                                         r"step \(gradient norm 1\.73\)"):
+        proximal_gradient(linear, None, np.ones(3))
+    np.testing.assert_array_equal(proximal_gradient(linear, Box(-2.0, 2.0), np.ones(3)), [-2.0] * 3)
+    np.testing.assert_array_equal(proximal_gradient(linear, Box(-1e17, 1e17), np.full(3, -1e17)), [-1e17] * 3)
+    with pytest.raises(TypeError, match=r"value_and_gradient must return \(f\(x\), grad f\(x\)\), got float 0\.0"):
+        proximal_gradient(lambda z: float(z.sum()), None, np.ones(3))
+    with pytest.raises(ValueError, match=r"value_and_gradient must return f\(x\) a number and grad f\(x\) of x's "
+                                         r"shape \(3,\), got shapes \(\) and \(2,\)"):
+        proximal_gradient(lambda z: (float(z.sum()), np.ones(2)), None, np.ones(3))
+
+
+def test_regularizers_name_a_group_past_memory_and_descriptions_that_are_none():
+    """Helper 204: GroupLasso([[0], [10**12]]) met NumPy's "Unable to allocate 7.28 TiB"; a Scaled of a Scaled of
+    None a TypeError of NoneType; describe_regularizer(3) an AttributeError."""
+    with pytest.raises(MemoryError, match=r"GroupLasso over d = 1,000,000,000,001 coordinates in 2 groups needs "
+                                          "about"):
+        GroupLasso([[0], [10**12]], 0.1)
+    with pytest.raises(ValueError, match="regularizer: Scaled's 'of' must describe a regularizer, got none"):
+        as_regularizer({"type": "Scaled", "a": 1, "of": {"type": "Scaled", "a": 1, "of": None}})
+    with pytest.raises(TypeError, match="r must be a Regularizer of rowstoch_fast.composite or None, got int 3"):
+        describe_regularizer(3)
+    assert describe_regularizer(None) == "null" and GroupLasso([[0], [3]], 0.1).labels.tolist() == [0, -1, -1, 1]

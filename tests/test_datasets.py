@@ -348,6 +348,9 @@ def test_label_quantity_split_gives_every_node_exactly_k_classes(labels, n, k, s
     try:
         parts = label_quantity_split(labels, n, k, seed=seed)
     except ValueError as exc:  # a class drawn by more nodes than it has samples
+        if n * k > len(labels):  # (fewer samples than the nodes' classes: said before any draw, helper 204)
+            assert f"{len(labels)} samples cannot give each of {n} nodes {k} classes" in str(exc)
+            return
         assert "fewer than the" in str(exc) and "nodes that drew it" in str(exc)
         assert counts.min() < n
         return
@@ -423,7 +426,9 @@ def test_the_new_splits_refuse_bad_arguments():
         label_quantity_split(labels, 2, 4)
     with pytest.raises(ValueError, match="classes_per_node must be >= 1"):
         label_quantity_split(labels, 2, 0)
-    with pytest.raises(ValueError, match=r"class \d has 4 samples, fewer than the \d+ nodes that drew it"):
+    with pytest.raises(ValueError, match=r"class 0 has 2 samples, fewer than the 3 nodes that drew it"):
+        label_quantity_split(np.repeat([0, 1, 2], [2, 5, 5]), 3, 3)
+    with pytest.raises(ValueError, match=r"12 samples cannot give each of 20 nodes 2 classes"):  # (at once: helper 204)
         label_quantity_split(labels, 20, 2)
     with pytest.raises(ValueError, match="seed"):
         label_quantity_split(labels, 2, 1, seed=-1)
@@ -828,3 +833,64 @@ def test_compressed_files_are_refused_before_they_fill_memory(tmp_path, monkeypa
     np.testing.assert_array_equal(load_dataset(plain)[0], X)
     assert load_dataset(tmp_path / "bomb.npz")[0].shape == (10**6, 1)
     assert load_dataset(tmp_path / "bomb.csv.gz")[0].shape == (10**6, 1)
+
+
+def test_a_dataset_too_large_for_memory_and_an_impossible_label_quantity_split_are_refused_at_once(monkeypatch):
+    """Helper 204: a dataset of 10^9 samples was read item by item until the operating system killed the process
+    (now refused from its len() and first item, before anything is gathered); label_quantity_split with more nodes
+    than samples took time in proportion to n (8.8 s at 10^6) before refusing."""
+    from rowstoch_fast.datasets import label_quantity_split, load_dataset
+
+    class Huge:
+        read = 0
+
+        def __len__(self):
+            return 10**9
+
+        def __getitem__(self, i):
+            Huge.read += 1
+            assert Huge.read < 5, "read on: nothing checked the size first"
+            return np.zeros(100), 0
+
+    monkeypatch.setenv("ROWSTOCH_MEMORY_LIMIT", str(2**30))
+    with pytest.raises(MemoryError, match=r"the Huge dataset of 1,000,000,000 samples of shape \(100,\) \(float64\) "
+                                          r"needs about 1\.\d TiB of memory but only 1\.0 GiB is available"):
+        load_dataset(Huge())
+    assert Huge.read == 1
+    X, y = load_dataset(_Pairs([(np.ones(2), 0), (np.zeros(2), 1)]))  # (small: as before)
+    assert X.shape == (2, 2) and y.tolist() == [0, 1]
+    labels = np.repeat(np.arange(10), 20)
+    with pytest.raises(ValueError, match=r"200 samples cannot give each of 100000 nodes 2 classes \(a sample of each: "
+                                         r"n \* classes_per_node = 200000 samples at least\)"):
+        label_quantity_split(labels, 10**5, 2)
+    assert sum(map(len, label_quantity_split(labels, 10, 2, seed=0))) == 200
+
+
+def test_the_loaders_name_what_they_cannot_read(tmp_path, monkeypatch):
+    """Helper 204: a LIBSVM index of 1e11 met a bare OverflowError; rows of different lengths NumPy's
+    "inhomogeneous shape"; a folder of None os.fspath's words; a file as CIFAR-10's folder "data_batch_1 not found
+    in ..."; synthetic_cifar10(train=10**10) NumPy's "Unable to allocate 74.5 GiB"."""
+    from rowstoch_fast.datasets import load_dataset, synthetic_cifar10
+
+    if __import__("importlib").util.find_spec("sklearn") is not None:
+        (tmp_path / "far.svm").write_text("1 100000000000:1\n0 1:2\n")
+        with pytest.raises(ValueError, match="far.svm: a feature index is past what scikit-learn reads"):
+            load_dataset(tmp_path / "far.svm")
+    with pytest.raises(ValueError, match=r"\(X, y\): the features must be an array of one shape \(every row as "
+                                         r"long\), got list"):
+        load_dataset(([[1, 2], [3]], [0, 1]))
+    for load, what in ((load_mnist, "MNIST"), (load_cifar10, "CIFAR-10")):
+        with pytest.raises(TypeError, match=f"folder must be the path of {what}'s folder, got NoneType None"):
+            load(None)
+    (tmp_path / "notes.txt").write_text("mine")
+    with pytest.raises(NotADirectoryError, match="CIFAR-10 folder .*notes.txt' is a file: give the folder of its "
+                                                 "batches"):
+        load_cifar10(tmp_path / "notes.txt")
+    with pytest.raises(FileNotFoundError, match="CIFAR-10 folder .*missing' does not exist"):
+        load_cifar10(tmp_path / "missing")
+    monkeypatch.setenv("ROWSTOCH_MEMORY_LIMIT", str(2**30))
+    with pytest.raises(MemoryError, match=r"synthetic_cifar10\(train=10000000000, test=320\) \(images of 3 x 32 x "
+                                          r"32\) needs about"):
+        synthetic_cifar10(train=10**10)
+    Xtr, ytr, Xte, yte = synthetic_cifar10(train=20, test=10)
+    assert Xtr.shape == (20, 3, 32, 32) and yte.shape == (10,)

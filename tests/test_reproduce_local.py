@@ -232,3 +232,35 @@ def test_the_verdict_lines_take_the_verdict_s_head_alone():
                      "                (x 1)",
                      "  not decided   b", "                behind and still falling", "                (x 2)",
                      "  holds         c", "                (x 3)"]
+
+
+def test_the_data_s_and_the_function_s_own_arguments_are_named_as_given(tmp_path):
+    """Helper 204: noise = -1 was refused as "sigma must be ...", an argument the caller never gave; seed -1 and
+    1.5 met NumPy's words; heterogeneity 1e308 "b must be finite"; a file as out_dir makedirs's bare
+    FileExistsError; finals None "'NoneType' object is not subscriptable"."""
+    quiet = dict(progress=False, log=lambda line: None)
+    with pytest.raises(ValueError, match=r"^noise must be finite and >= 0, got -1\.0$"):
+        heterogeneous_quadratics(2, 3, 1.0, noise=-1)
+    with pytest.raises(ValueError, match="seed must be >= 0, got -1"):
+        heterogeneous_quadratics(2, 3, 1.0, seed=-1)
+    with pytest.raises(TypeError, match="seed must be an integer, got float 1.5"):
+        heterogeneous_quadratics(2, 3, 1.0, seed=1.5)
+    with pytest.raises(ValueError, match="heterogeneity = 1e[+]308 puts the minimisers past float64's range"):
+        heterogeneous_quadratics(2, 3, 1e308)
+    f = heterogeneous_quadratics(2, 3, 1.0, seed=np.int64(3))  # (the same draw as before for a seed it took)
+    rng = np.random.default_rng(3)
+    q = rng.uniform(0.5, 2.0, (2, 3))
+    np.testing.assert_array_equal(f.b, q * (rng.standard_normal(3) + rng.standard_normal((2, 3))))
+    out = tmp_path / "o"
+    for options, error, message in ((dict(noise=-1), ValueError, "noise must be finite and >= 0"),
+                                    (dict(seed=-1), ValueError, "seed must be >= 0, got -1"),
+                                    (dict(d=0), ValueError, "d must be >= 1, got 0")):
+        with pytest.raises(error, match=message):
+            reproduce_kgt_local_steps(str(out), **options, **quiet)
+        assert not out.exists()
+    out.write_text("mine")
+    with pytest.raises(NotADirectoryError, match=f"out_dir {re.escape(repr(str(out)))} is a file: give a folder"):
+        reproduce_kgt_local_steps(str(out), **quiet)
+    assert out.read_text() == "mine"
+    with pytest.raises(TypeError, match="finals must be a DataFrame of the runs' finals"):
+        kgt_local_steps_verdicts(None, (1, 2), (5.0,))

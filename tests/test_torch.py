@@ -1,6 +1,7 @@
 """rowstoch_fast.torch: n PyTorch replicas trained by any optimizer of the package (skipped without torch)."""
 
 import io
+import re
 import subprocess
 import sys
 
@@ -1127,3 +1128,113 @@ def test_another_models_state_and_inputs_of_another_dtype_are_named():
 
     casting = Replicas(torch.nn.Sequential(Cast(), torch.nn.Linear(3, 2)), 4)
     assert casting(x.double()).dtype == torch.float32 and casting.evaluate(x[0].double(), y[0])[0].shape == (4,)
+
+
+def test_averages_and_blocks_the_replicas_cannot_hold_are_refused_or_taken_as_given():
+    """Helper 204: weights of 1e308 summed to inf and averaged every replica to an all-zero model; text and complex
+    weights met NumPy's own errors (or lost their imaginary parts); 1e300 became inf in float32 replicas, unsaid;
+    a block read backwards or big-endian met torch's refusals (now copied)."""
+    torch.manual_seed(0)
+    reps = Replicas(torch.nn.Linear(3, 2).double(), 4)
+    P = np.random.default_rng(0).normal(size=reps.params.shape)
+    reps.set_params(P)
+    flat = reps.module(weights=[1e308, 1e308, 1, 1])
+    np.testing.assert_allclose(torch.cat([flat.weight.reshape(-1), flat.bias]).detach().numpy(), P[:2].mean(0),
+                               rtol=1e-12)
+    with pytest.raises(TypeError, match="weights must be a numeric array, got dtype <U4"):
+        reps.module(weights="abcd")
+    with pytest.raises(TypeError, match="weights must be real, got complex dtype"):
+        reps.module(weights=[1j, 1, 1, 1])
+    reps.set_params(P[::-1])
+    np.testing.assert_array_equal(reps.params.detach().numpy(), P[::-1])
+    reps.set_params(P.astype(">f8"))
+    np.testing.assert_array_equal(reps.params.detach().numpy(), P)
+    small = Replicas(torch.nn.Linear(3, 2), 4)
+    before = small.params.detach().clone()
+    with pytest.raises(ValueError, match=r"X must be finite in the replicas' torch.float32; X\[0, 1\] = 1e\+300 is "
+                                         r"beyond its range \(largest 3.40282e\+38\)"):
+        small.set_params(np.where(np.arange(32).reshape(4, 8) == 1, 1e300, 0.0))
+    assert torch.equal(small.params, before)
+    small.set_params(np.full((4, 8), 1e30))  # (within float32: taken)
+    assert float(small.params[0, 0]) == pytest.approx(1e30, rel=1e-6)
+
+
+def test_per_replica_rates_set_through_param_groups_are_checked_as_the_constructor_checks_them():
+    """Helper 204: a rate per replica (shape (reps, 1, 1), which the constructor takes) set through
+    param_groups[0]['lr'] met "truth value of an array is ambiguous" in step(); a list of another length a
+    TypeError; a state whose param_groups held lr "x" was loaded, and failed at the next step()."""
+    from rowstoch_fast.torch import DecentralizedOptimizer
+
+    torch.manual_seed(0)
+    reps = Replicas(torch.nn.Linear(3, 2).double(), 4, repeats=2)
+    opt = DecentralizedOptimizer(reps, "dsgd", topology.exponential(4), np.full((2, 1, 1), 0.1))
+    x, y = torch.randn(2, 4, 5, 3, dtype=torch.float64), torch.randint(0, 2, (2, 4, 5))
+
+    def step():
+        opt.zero_grad()
+        reps.losses(reps(x), y).sum().backward()
+        opt.step()
+
+    step()
+    opt.param_groups[0]["lr"] = np.full((2, 1, 1), 0.05)
+    step()
+    assert np.array_equal(opt.inner.lr, np.full((2, 1, 1), 0.05)) and opt.iteration == 2
+    for bad, error, words in ((np.array([0.1, 0.2]), ValueError, "or one per replica as an array of shape (reps, 1, "
+                               "1)"), ([0.1] * 3, ValueError, "got shape (3,)"),
+                              (np.full((3, 1, 1), 0.1), ValueError, "lr has 3 values (one per replica) but x0 has 2"),
+                              (np.full((2, 1, 1), -0.1), ValueError, "lr must be finite and > 0 for every replica")):
+        opt.param_groups[0]["lr"] = bad
+        with pytest.raises(error, match=re.escape("param_groups[0]['lr']: ")) as info:
+            step()
+        assert words in str(info.value)
+    assert opt.iteration == 2
+    opt.param_groups[0]["lr"] = 0.05
+    state = opt.state_dict()
+    state["param_groups"] = [{"lr": "x"}]
+    with pytest.raises(TypeError, match=re.escape("state['param_groups'][0]['lr'] must be a number (or one per "
+                                                  "replica), got str 'x'")):
+        opt.load_state_dict(state)
+    state["param_groups"] = [{"lr": np.full((3, 1, 1), 0.1)}]
+    with pytest.raises(ValueError, match=re.escape("state['param_groups'][0]['lr']: lr has 3 values")):
+        opt.load_state_dict(state)
+    state["param_groups"] = ["x"]
+    with pytest.raises(ValueError, match=re.escape("state['param_groups'] must be a list of dicts with 'lr'")):
+        opt.load_state_dict(state)
+    step()
+    assert opt.iteration == 3
+
+
+def test_what_torch_cannot_take_is_named_as_the_replicas_were_given_it(linear_problem):
+    """Helper 204: targets of another batch size met "shape '[20, -1]' is invalid", outputs as an array and a
+    module "foo" an AttributeError, text inputs (to forward, evaluate or from a batch_fn) torch's "can't convert
+    np.ndarray of type numpy.str_", a bfloat16 tensor "unsupported ScalarType", a state's buffers of 3 "'int' object
+    is not iterable"."""
+    from rowstoch_fast.torch import DecentralizedOptimizer
+
+    model, X, y, *_ = linear_problem
+    reps = Replicas(model, n=len(X))
+    out = reps(X)
+    with pytest.raises(ValueError, match=r"outputs and targets must hold batches of one size, got 20 outputs and 5 "
+                                         r"targets a node \(shapes \(6, 20, 3\) and \(6, 5\)\)"):
+        reps.losses(out, y[:, :5])
+    with pytest.raises(TypeError, match=r"outputs must be the tensor forward returned \(reps\(inputs\)\), got ndarray"):
+        reps.losses(out.detach().numpy(), y)
+    text = np.full(X.shape, "a")
+    with pytest.raises(TypeError, match="inputs must be numbers \\(an array or a tensor\\), got ndarray of dtype <U1"):
+        reps(text)
+    with pytest.raises(TypeError, match="inputs must be numbers"):
+        reps.evaluate(text[0], y[0])
+    with pytest.raises(TypeError, match="targets must be numbers"):
+        reps.evaluate(X[0], y[0].astype(object))
+    with pytest.raises(TypeError, match="batch_fn's inputs must be numbers"):
+        reps.grad_fn(lambda i, t: (text[i], y[i]))(reps.x0())
+    with pytest.raises(TypeError, match=r"module must be a torch.nn.Module, got str 'foo'"):
+        accuracy("foo", X[0], y[0])
+    with pytest.raises(TypeError, match=r"T has dtype torch.bfloat16, which NumPy has no type for: convert it first"):
+        from_tensor(torch.ones(3, dtype=torch.bfloat16))
+    assert reps.losses(out, y).shape == (len(X),)  # (as before)
+    opt = DecentralizedOptimizer(reps, "dsgd", topology.exponential(len(X)), 0.1)
+    state = opt.state_dict()
+    state["buffers"] = 3
+    with pytest.raises(ValueError, match=r"state\['buffers'\] must be a dict of tensors .*, got int 3"):
+        opt.load_state_dict(state)

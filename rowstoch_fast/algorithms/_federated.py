@@ -146,10 +146,14 @@ class Federated(LocalSteps):
         if selection != "size":
             raise ValueError(f'client_weights are the weights of selection="size", not of selection={selection!r}')
         try:
-            w = np.asarray(client_weights, dtype=np.float64)
+            raw = np.asarray(client_weights)
+            w = None if raw.dtype.kind == "c" else np.asarray(raw, dtype=np.float64)
         except (TypeError, ValueError):
             raise ValueError(f"client_weights must be {n} positive numbers (one per client), got "
                              f"{client_weights!r}") from None
+        if w is None:  # (their imaginary parts had been dropped with a ComplexWarning alone, helper 204)
+            raise TypeError(f"client_weights must be {n} positive real numbers (one per client), got complex dtype "
+                            f"{raw.dtype}")
         if w.shape != (n,):
             raise ValueError(f"client_weights must be {n} positive finite numbers (one per client), got shape "
                              f"{w.shape}")

@@ -59,6 +59,16 @@ def _finish(plt, fig, axes, out_dir, name, log):
     plt.close(fig)
 
 
+def make_out_dir(out_dir):
+    """``os.makedirs(out_dir, exist_ok=True)``, or a NotADirectoryError naming ``out_dir`` where it is a file
+    (makedirs's bare FileExistsError had named nothing, helper 204)."""
+    if not isinstance(out_dir, (str, os.PathLike)):
+        raise TypeError(f"out_dir must be a folder's path, got {type(out_dir).__name__} {out_dir!r:.60}")
+    if os.path.exists(out_dir) and not os.path.isdir(out_dir):
+        raise NotADirectoryError(f"out_dir {os.fspath(out_dir)!r} is a file: give a folder for the outputs")
+    os.makedirs(out_dir, exist_ok=True)
+
+
 def writes_before_sigterm(reproduce):
     """``reproduce`` (a reproduction: its runs, then its outputs) with a SIGTERM left to its default taken as
     Ctrl-C while it runs, so that it writes what finished, then ends the process, as SIGTERM asks

@@ -21,12 +21,12 @@ import warnings
 import numpy as np
 
 from .. import topology
-from .._checks import check_int, check_positive_float
+from .._checks import MAX_KEY, check_int, check_positive_float, make_rng
 from .._files import atomic_write
 from .._progress import bar
 from ..objectives import Quadratic
 from ._common import (COMPARE_RULE, _plt, _stop_if, _stopped, _write_verdict, compare_windows, error_bars,
-                      spread, window_means, writes_before_sigterm)
+                      make_out_dir, spread, window_means, writes_before_sigterm)
 
 __all__ = ["KGT_PAPER", "KGT_FIGURE", "KGT_DIFFERENCES", "KGT_LOCAL_STEPS", "KGT_HETEROGENEITY",
            "KGT_METHODS", "KGT_ROUNDS", "KGT_REPEATS", "KGT_MIN_ROUNDS", "KGT_RULE", "KGT_TREND_RULE",
@@ -89,11 +89,17 @@ def heterogeneous_quadratics(n, d, heterogeneity, noise=1.0, seed=0):
     """
     n, d = check_int(n, "n", minimum=1), check_int(d, "d", minimum=1)
     heterogeneity = check_positive_float(heterogeneity, "heterogeneity", allow_zero=True)
-    rng = np.random.default_rng(seed)
+    noise = check_positive_float(noise, "noise", allow_zero=True)  # (named as given, not Quadratic's sigma; and
+    # the seed, helper 204)
+    rng = make_rng(seed)
     q = rng.uniform(0.5, 2.0, (n, d))
     centre = rng.standard_normal(d)
-    x_star = centre + heterogeneity * rng.standard_normal((n, d))
-    f = Quadratic(q, q * x_star, sigma=noise)
+    with np.errstate(over="ignore", invalid="ignore"):
+        b = q * (centre + heterogeneity * rng.standard_normal((n, d)))
+    if not np.isfinite(b).all():  # (1e308 had said "b must be finite", an argument the caller never gave)
+        raise ValueError(f"heterogeneity = {heterogeneity:g} puts the minimisers past float64's range; give a "
+                         f"smaller one")
+    f = Quadratic(q, b, sigma=noise)
     f.source = {"generator": "heterogeneous_quadratics", "seed": seed, "heterogeneity": heterogeneity}
     return f
 
@@ -195,7 +201,11 @@ def reproduce_kgt_local_steps(out_dir, communication_rounds=KGT_ROUNDS, repeats=
 
     steps, zetas, communication_rounds, repeats, methods = _checked(local_steps, heterogeneity, communication_rounds,
                                                                      repeats, methods)
-    os.makedirs(out_dir, exist_ok=True)
+    n, d = check_int(n, "n", minimum=1), check_int(d, "d", minimum=1)  # (helper 204: noise, seed and a file as
+    # out_dir had been refused at the first run, or by makedirs's bare FileExistsError)
+    check_positive_float(noise, "noise", allow_zero=True)
+    check_int(seed, "seed", minimum=0, maximum=MAX_KEY - 1)  # (the data are drawn on seed + 1)
+    make_out_dir(out_dir)
     W = topology.ring(n, directed=False, weights="metropolis")
     plan = [(z, name, K) for z in zetas for name in methods for K in steps]
     log(f"{KGT_PAPER}, {KGT_FIGURE}: {len(plan)} runs of {communication_rounds} communication rounds x {repeats} "
@@ -309,6 +319,10 @@ def kgt_local_steps_verdicts(finals, local_steps, heterogeneity):
     >>> [row["verdict"] for row in kgt_local_steps_verdicts(finals, (1, 2), (5.0,))]  # K = 2 ends higher
     ['does not hold', 'holds', 'holds']
     """
+    if not all(hasattr(finals, k) for k in ("columns", "iloc")):  # (None: "'NoneType' object is not subscriptable")
+        raise TypeError(f"finals must be a DataFrame of the runs' finals (reproduce_kgt_local_steps's "
+                        f"kgt_local_steps_finals.csv), got {type(finals).__name__}")
+
     def stats(z, name, K):
         part = finals[(finals["heterogeneity"] == z) & (finals["algorithm"] == name) & (finals["local_steps"] == K)]
         if not len(part):

@@ -8,12 +8,12 @@ import os
 import numpy as np
 
 from .. import topology
-from .._checks import check_choice, check_int, require_memory
+from .._checks import MAX_KEY, check_choice, check_int, check_text, require_memory
 from .._progress import bar as progress_bar
 from ..errors import DivergenceError
-from ._common import (COMPARE_RULE, _finish, _plt, _save, _stop_if, _stopped, compare_windows, window_stats,
-                      writes_before_sigterm)
-from .synthetic import MULTI_GOSSIP_LR, check_rounds
+from ._common import (COMPARE_RULE, _finish, _plt, _save, _stop_if, _stopped, compare_windows, make_out_dir,
+                      window_stats, writes_before_sigterm)
+from .synthetic import MULTI_GOSSIP_LR, _checked_graphs, check_rounds
 
 def mlp(inputs, classes=10, hidden=(64, 32, 16)):
     """The four-layer fully connected network of the paper's MNIST experiment (ReLU between layers)."""
@@ -21,14 +21,25 @@ def mlp(inputs, classes=10, hidden=(64, 32, 16)):
 
     inputs, classes = check_int(inputs, "inputs", minimum=1), check_int(classes, "classes", minimum=1)  # (True
     # and 0 had built Linear(True, ...) and a net with no output)
+    if isinstance(hidden, (str, bytes)) or not hasattr(hidden, "__iter__"):  # (3: "'int' object is not
+        # iterable", helper 204)
+        raise TypeError(f"hidden must be a sequence of layer widths, e.g. (64, 32, 16), got {type(hidden).__name__} "
+                        f"{hidden!r:.60}")
     hidden = tuple(check_int(h, "hidden", minimum=1) for h in hidden)
     sizes = (inputs, *hidden, classes)
+    _require_parameters(sum((a + 1) * b for a, b in zip(sizes, sizes[1:])),
+                        f"mlp({inputs}, classes={classes}, hidden={hidden})")
     layers = []
     for k in range(len(sizes) - 1):
         layers.append(torch.nn.Linear(sizes[k], sizes[k + 1]))
         if k < len(sizes) - 2:
             layers.append(torch.nn.ReLU())
     return torch.nn.Sequential(*layers)
+
+
+def _require_parameters(count, what):
+    """A MemoryError naming ``what`` where its ``count`` float32 parameters do not fit in memory."""
+    require_memory(4 * count, f"{what}, of {count:,} parameters", "a smaller model")
 
 
 #: The widest :func:`resnet18` (64 times ResNet-18's channels, 4.6e10 parameters: past any memory, yet within
@@ -45,6 +56,14 @@ def resnet18(width=64, classes=10):
     from torch import nn
 
     width = check_int(width, "width", minimum=1, maximum=MAX_WIDTH)
+    classes = check_int(classes, "classes", minimum=1)  # (0 had built a net with no output, helper 204)
+    count, cin = 29 * width, width  # (the parameters, counted before any is made: 10^10 classes had met torch's
+    # allocator, helper 204)
+    for cout in (width, 2 * width, 4 * width, 8 * width):
+        for c in (cin, cout):  # (the stage's two blocks: a shortcut where the channels change)
+            count += 9 * c * cout + 9 * cout * cout + 4 * cout + (c * cout + 2 * cout if c != cout else 0)
+        cin = cout
+    _require_parameters(count + (cin + 1) * classes, f"resnet18(width={width}, classes={classes})")
 
     class Block(nn.Module):
         def __init__(self, cin, cout, stride):
@@ -128,13 +147,27 @@ def reproduce_mnist_mlp(out_dir, data="digits", data_dir=None, communication_rou
     """
     check_choice(axis, "axis", tuple(MNIST_AXES))
     check_rounds(rounds, communication_rounds)
-    os.makedirs(out_dir, exist_ok=True)
+    graphs = _check_training(batch, record_every, repeats, graphs, seed, stem)
+    make_out_dir(out_dir)
     Xtr, ytr, Xte, yte = _mnist_data(data, data_dir, seed)
     parts = _split(ytr, 16, split, alpha, seed)
     return _train_on_graphs(out_dir, lambda: mlp(Xtr.shape[1]), (Xtr, ytr, Xte, yte), parts, f"MLP on {data}",
                             communication_rounds=communication_rounds, repeats=repeats, rounds=rounds, batch=batch,
                             record_every=record_every, graphs=graphs, seed=seed, progress=progress, log=log,
                             axis=axis, stem=stem, evaluate_on=_subset(len(ytr), evaluate_on, seed))
+
+
+def _check_training(batch, record_every, repeats, graphs, seed, stem="stem"):
+    """The neural figures' shared arguments checked before any work, as the command line checks its own: batch
+    0 had divided by zero, record_every 0 after the CSVs were written, repeats 0 written empty outputs, graphs
+    ['foo'] met a KeyError, 'ring' been read letter by letter, stem 'a/b' an OSError (helper 204). Returns the
+    graphs to run (None: the four)."""
+    for value, name in ((batch, "batch"), (record_every, "record_every"), (repeats, "repeats")):
+        check_int(value, name, minimum=1)
+    check_int(seed, "seed", minimum=0, maximum=MAX_KEY)
+    if not check_text(stem, "stem") or os.sep in stem or "/" in stem or stem in (".", ".."):
+        raise ValueError(f"stem must be a file name's stem (the files go in out_dir), got {stem!r}")
+    return None if graphs is None else _checked_graphs(graphs, tuple(MULTI_GOSSIP_LR))
 
 
 def _subset(count, size, seed):
@@ -369,11 +402,12 @@ def reproduce_cifar10_resnet(out_dir, data_dir=None, synthetic=False, width=64, 
 
     check_choice(axis, "axis", tuple(MNIST_AXES))
     check_rounds(rounds, communication_rounds)
+    graphs = _check_training(batch, record_every, repeats, graphs, seed)
     if synthetic == (data_dir is not None):
         raise ValueError("give data_dir (CIFAR-10's batches) or synthetic=True, one of the two")
     data = datasets.synthetic_cifar10(seed=seed) if synthetic else datasets.load_cifar10(data_dir)
     width = check_int(width, "width", minimum=1, maximum=MAX_WIDTH)
-    os.makedirs(out_dir, exist_ok=True)
+    make_out_dir(out_dir)
     parts = datasets.iid_split(len(data[1]), 16, seed=seed)
     subset = _subset(len(data[1]), evaluate_on, seed)
     what = f"ResNet-18{'' if width == 64 else f' (width {width})'} on {'synthetic images' if synthetic else 'CIFAR-10'}"
@@ -422,7 +456,14 @@ def _split(labels, n, split, alpha, seed):
 
 def label_counts(labels, parts, classes=10):
     """The heat map's numbers: ``counts[i, c]``, how many samples of class ``c`` node ``i`` holds."""
+    classes = check_int(classes, "classes", minimum=1)  # (0 had given counts of shape (n, 0), helper 204)
     labels = np.asarray(labels)
+    if labels.dtype.kind not in "iu" or labels.ndim != 1:  # (float labels, negative ones: NumPy's own words)
+        raise TypeError(f"labels must be a 1-D array of class ids (integers), got {labels.dtype} of shape "
+                        f"{labels.shape}")
+    if labels.size and not 0 <= labels.min() <= labels.max() < classes:
+        bad = labels.min() if labels.min() < 0 else labels.max()
+        raise ValueError(f"labels must be class ids in 0..{classes - 1} (classes = {classes}), got {int(bad)}")
     parts = [np.asarray(p) for p in parts]
     for i, p in enumerate(parts):  # (an index past the labels had been NumPy's IndexError)
         if p.size and (p.min() < -len(labels) or p.max() >= len(labels)):
@@ -449,10 +490,11 @@ def reproduce_mnist_heterogeneous(out_dir, data="digits", data_dir=None, communi
 
     check_choice(axis, "axis", tuple(MNIST_AXES))
     check_rounds(rounds, communication_rounds)
+    graphs = _check_training(batch, record_every, repeats, graphs, seed)
     arrays = _mnist_data(data, data_dir, seed)
     ytr = arrays[1]
     uniform, skewed = (label_counts(ytr, _split(ytr, 16, kind, None, seed)) for kind in ("iid", "shards"))
-    os.makedirs(out_dir, exist_ok=True)
+    make_out_dir(out_dir)
     pd.DataFrame(skewed, columns=[f"digit_{c}" for c in range(10)]).rename_axis("node").to_csv(
         os.path.join(out_dir, "mnist_heterogeneous_split.csv"))
     plt = _plt()

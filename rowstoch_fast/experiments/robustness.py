@@ -8,9 +8,10 @@ import warnings
 import numpy as np
 
 from .. import topology
+from .._checks import MAX_KEY, check_int, check_names, check_positive_float, fmt_value
 from ..algorithms import labels
 from ..objectives import NonconvexLogistic
-from ._common import (DATA_SEED, _finish, _plt, _stop_if, error_bars, mark_failed, other_data,
+from ._common import (DATA_SEED, _finish, _plt, _stop_if, error_bars, make_out_dir, mark_failed, other_data,
                       writes_before_sigterm)
 
 
@@ -37,9 +38,23 @@ def reproduce_robustness(out_dir, rounds_budget=1000, repeats=10, losses=(0.0, 0
     from .. import compare as cmp
     from ..network import Lossy
 
-    os.makedirs(out_dir, exist_ok=True)
-    graphs = {"exponential (n = 64)": topology.exponential(64), "ring (n = 16)": topology.paper_graphs()["ring"]}
-    names = list(labels(lambda cls: cls.in_robustness) if algorithms is None else algorithms)
+    # (checked before anything runs or is written, helper 204: no algorithm had divided by zero after writing the
+    # CSV, bursty (0.5, 0, 0) divided by zero, (0.5,) met an unpacking error, a small total named batch)
+    names = list(labels(lambda cls: cls.in_robustness)) if algorithms is None else \
+        check_names(algorithms, "algorithms")
+    if not names:
+        raise ValueError("algorithms must name at least one algorithm (None: every one in_robustness), got none")
+    bursty = _checked_bursty(bursty)
+    for value, name in ((rounds_budget, "rounds_budget"), (repeats, "repeats"), (mg_rounds, "mg_rounds")):
+        check_int(value, name, minimum=1)
+    check_int(seed, "seed", minimum=0, maximum=MAX_KEY - 1)  # (the losses are drawn on seed + 1)
+    if check_int(total, "total", minimum=1) < ROBUSTNESS_NODES * 200 or total % ROBUSTNESS_NODES:
+        raise ValueError(f"total must be a multiple of {ROBUSTNESS_NODES} of at least {ROBUSTNESS_NODES * 200} (the "
+                         f"samples of the {ROBUSTNESS_NODES}-node graph: a mini-batch of 200 on each node), got "
+                         f"{total}")
+    make_out_dir(out_dir)
+    graphs = {"exponential (n = 64)": topology.exponential(ROBUSTNESS_NODES),
+              "ring (n = 16)": topology.paper_graphs()["ring"]}
     settings = [(f"p = {p:g}", p, None) for p in losses]
     if bursty is not None:
         p_bad_state, p_bad, p_recover = bursty
@@ -122,6 +137,27 @@ def reproduce_robustness(out_dir, rounds_budget=1000, repeats=10, losses=(0.0, 0
     return table
 
 
+#: The nodes of :func:`reproduce_robustness`'s larger graph (the ring's 16 divide them): its ``total`` is a
+#: multiple of them, 200 samples a node at least.
+ROBUSTNESS_NODES = 64
+
+
+def _checked_bursty(bursty):
+    """:func:`reproduce_robustness`'s ``bursty``: None, or three probabilities (the loss in the bad state in
+    [0, 1], ``p_bad`` and ``p_recover`` in (0, 1]) as a tuple of floats; else an error naming it."""
+    if bursty is None:
+        return None
+    if isinstance(bursty, (str, bytes)) or not hasattr(bursty, "__len__") or len(bursty) != 3:
+        raise ValueError(f"bursty must be None or (p in the bad state, p_bad, p_recover), three probabilities, got "
+                         f"{fmt_value(bursty):.80}")
+    p = check_positive_float(bursty[0], "bursty[0] (the loss in the bad state)", allow_zero=True)
+    p_bad, p_recover = (check_positive_float(v, f"bursty[{k}] ({name})")
+                        for k, v, name in ((1, bursty[1], "p_bad"), (2, bursty[2], "p_recover")))
+    if max(p, p_bad, p_recover) > 1:
+        raise ValueError(f"bursty's three numbers must be probabilities (<= 1), got {(p, p_bad, p_recover)}")
+    return p, p_bad, p_recover
+
+
 #: What ``rowstoch reproduce communication`` runs: methods with and without error feedback or reference points
 #: (CHOCO-SGD, Compressed Push-Pull), gradient tracking, Pull-Diag.
 COMMUNICATION_ALGORITHMS = ("dgd", "choco-sgd", "diging", "push-pull", "compressed-push-pull", "pull-diag-gt")
@@ -151,7 +187,7 @@ def reproduce_communication(out_dir, rounds_budget=1000, repeats=3, d=32, n=32, 
     from ..network import Compressed, Delayed
     from ..objectives import LeastSquares
 
-    os.makedirs(out_dir, exist_ok=True)
+    make_out_dir(out_dir)
     W = topology.exponential(n, directed=False, weights="metropolis")
     f = LeastSquares.synthetic(n, d=d, seed=seed + 7)
     metric = cmp.default_metric(f)

@@ -8,7 +8,7 @@ import os
 import numpy as np
 
 from .. import topology
-from .._checks import check_choice, check_int
+from .._checks import check_choice, check_int, check_names
 from ..errors import DivergenceError
 from ..metrics import metrics_table
 from ..objectives import NonconvexLogistic
@@ -421,12 +421,13 @@ def _speedup_verdict(g, T, finals, done, info, interval):
     return "inconclusive"
 
 
-def _checked_graphs(graphs):
-    """``graphs`` of the linear-speedup figure as a tuple, each known, none twice, at least one."""
-    graphs = (graphs,) if isinstance(graphs, str) else tuple(graphs)
-    unknown = [g for g in graphs if g not in LINEAR_SPEEDUP_SIZES]
+def _checked_graphs(graphs, known=LINEAR_SPEEDUP_SIZES):
+    """``graphs`` of the linear-speedup figure (or of another, ``known`` its names) as a tuple, each known, none
+    twice, at least one; one name is one graph (the neural figures' had been read letter by letter, helper 204)."""
+    graphs = tuple(check_names(graphs, "graphs"))
+    unknown = [g for g in graphs if g not in known]
     if unknown or not graphs or len(set(graphs)) != len(graphs):
-        raise ValueError(f"graphs must be distinct names from {', '.join(LINEAR_SPEEDUP_SIZES)}, got "
+        raise ValueError(f"graphs must be distinct names from {', '.join(known)}, got "
                          f"{', '.join(map(repr, graphs)) or 'none'}")
     return graphs
 
