@@ -292,13 +292,17 @@ def test_rowstoch_run_takes_a_method_s_other_hyperparameters(tmp_path, capsys):
     assert "(10 communication rounds" in capsys.readouterr().out
     meta = json.loads((tmp_path / "o" / "history.json").read_text())
     assert "client_steps=[1,2,3,4]" in json.dumps(meta)
+    assert main(base + ["--hyper", "local_steps=4", "--hyper", "client_steps=1,2,3,4",  # (the per-node form of
+                        "--out", str(tmp_path / "c")]) == 0  # --bits; helper 204: read as text, "got shape ()")
+    assert "(10 communication rounds" in capsys.readouterr().out
     for bad, match in [(["--hyper", "local_steps"], "--hyper takes NAME=VALUE"),
                        (["--hyper", "mu=0.1"], "fednova takes no hyperparameter 'mu'"),
                        (["--hyper", "lr=0.1"], "--hyper lr: use --lr"),
                        (["--hyper", "A=1"], "--hyper A: the network: use --topology or --matrix"),  # (helper
                        # 192: "Algorithm.__init__() got multiple values for argument 'A'")
                        (["--hyper", "seed=1", "--hyper", "seed=2"], "--hyper seed: given twice"),
-                       (["--hyper", "client_steps=[1,2]"], "client_steps must be 4 integers")]:
+                       (["--hyper", "client_steps=[1,2]"], "client_steps must be 4 integers"),
+                       (["--hyper", "client_steps=1,2,x"], "client_steps must be 4 integers")]:
         assert main(base + bad + ["--out", str(tmp_path / "x")]) == 2
         assert match in capsys.readouterr().err
 

@@ -229,7 +229,8 @@ def make_parser():
     alg.add_argument("--hyper", action="append", default=None, metavar="NAME=VALUE",
                      help="another hyperparameter of the algorithm's constructor, once per flag: e.g. --hyper "
                           "local_steps=8 --hyper participation=0.5 --hyper client_steps=[1,2,3,4] (a value is read "
-                          "as JSON: a number, true / false, a list; otherwise as text); help(rowstoch_fast.<class>) "
+                          "as JSON: a number, true / false, a list; numbers with commas, 1,2,3,4, as a list; "
+                          "otherwise as text); help(rowstoch_fast.<class>) "
                           "lists them")
     _algorithm_options(alg)
     alg.add_argument("--dtype", choices=["float64", "float32"], default="float64",

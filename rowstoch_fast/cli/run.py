@@ -73,8 +73,24 @@ def _hyper_option(args):
         try:
             out[name] = json.loads(text)
         except ValueError:
-            out[name] = text.strip()
+            out[name] = _numbers_list(text)
     return out
+
+
+def _numbers_list(text):
+    """``text`` as a list where it is numbers separated by commas (``1,2,3,4``: the per-node form ``--bits`` and
+    ``--k`` take; helper 204's ``client_steps=1,2,3,4`` had been read as text, "got shape ()"), else as text."""
+    import json
+
+    parts = text.split(",")
+    if len(parts) > 1:
+        try:
+            values = [json.loads(part) for part in parts]
+        except ValueError:
+            return text.strip()
+        if all(isinstance(v, (int, float)) and not isinstance(v, bool) for v in values):
+            return values
+    return text.strip()
 
 
 def _run_config(args):
