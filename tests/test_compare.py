@@ -1645,8 +1645,9 @@ def test_repetitions_that_agree_climb_back_as_one_trajectory_and_a_noise_floor_s
                                                                    5)
     runs = floor.pivot(index="iteration", columns="rep", values="suboptimality").to_numpy()
     assert verdict.climb_factor(runs[7:], 1e-300) == 10.0 and verdict.climb_factor(runs[1:], 1e-300) < 10.0
-    assert verdict.status_of(frame(settled, 0.09), "suboptimality", {}, lr=0.0562, lr_source="given",
-                             iterations=400) == ("ok", "")
+    status, why = verdict.status_of(frame(settled, 0.09), "suboptimality", {}, lr=0.0562, lr_source="given",
+                                    iterations=400)
+    assert status == "ok" and "near the bar of 0.5x" in why, why  # (settled at 0.48x its start)
 
 
 def test_a_climb_back_that_settles_at_a_level_is_ok_and_one_that_never_progressed_is_no_progress():
@@ -6368,3 +6369,24 @@ def test_a_gap_within_a_tuned_rate_s_resolution_ties():
         steady = {"a": np.full(3, 1e-3) * [1.0, 1.01, 0.99], "b": np.full(3, 1e-3 * factor) * [1.0, 1.01, 0.99]}
         assert (verdict.ranks(steady)["b"] == (2, False)) is told  # (Welch's, its spread small)
     assert verdict.TIE_MARGIN == 1.1
+
+
+def test_an_ok_run_that_ends_near_the_no_progress_bar_says_so():
+    """Helper 205: Push-Pull and ABM at a given rate on a lossy ring ended at 0.47-0.66x their start over five seeds,
+    `ok` at two seeds and `no-progress` at three (0.56-0.59x over 20 repetitions): a run read `ok` within 1.25x below
+    the bar says that it is near it, with its repetitions' ends; one far below it says nothing."""
+    it = np.arange(0, 41, 4)
+
+    def frame(ends):
+        return pd.DataFrame([(k, rep, 1.0 - (1.0 - end) * k / 40) for rep, end in enumerate(ends) for k in it],
+                            columns=["iteration", "rep", "suboptimality"])
+
+    status, why = verdict.status_of(frame([0.28, 0.37, 0.76]), "suboptimality", {}, lr=0.1, lr_source="given",
+                                    iterations=40)
+    assert status == "ok" and why == ("suboptimality ended at 0.47x its start, its repetitions ending at 0.28-0.76x, "
+                                      "near the bar of 0.5x below which a run made progress: over other draws it may "
+                                      "read no-progress (more repetitions, --repeats, tell)"), why
+    assert verdict.status_of(frame([0.3, 0.35, 0.4]), "suboptimality", {}, lr=0.1, lr_source="given",
+                             iterations=40) == ("ok", "")
+    assert verdict.status_of(frame([0.5, 0.55, 0.6]), "suboptimality", {}, lr=0.1, lr_source="given",
+                             iterations=40)[0] == "no-progress"

@@ -421,7 +421,30 @@ def status_of(frame, metric, meta, *, lr, lr_source, iterations, tuning=None, co
         hints = (_push_hint(context, diagnosis) + _tracker_hint(context, status, lr_source)
                  + (_stranded_hint(context, diagnosis, frame, metric) if grew else ""))
         return status, diagnosis + _effects_note(context, said=diagnosis + hints) + hints
-    return "ok", ""
+    return "ok", _near_the_bar(frame, metric, start, end)
+
+
+#: An ``ok`` run whose mean ends within this factor below the no-progress bar (above NO_PROGRESS / NEAR_BAR of its
+#: start) says so (:func:`_near_the_bar`).
+NEAR_BAR = 1.25
+
+
+def _near_the_bar(frame, metric, start, end):
+    """The note of an ``ok`` run whose mean ended just below :data:`NO_PROGRESS` of its start (within
+    :data:`NEAR_BAR`): the bar is a line, and a run that ends near it reads ``ok`` or ``no-progress`` by the draws;
+    else "". Helper 205: Push-Pull and ABM at a given 0.178 on a lossy ring ended at 0.47-0.66x their start over
+    five seeds, ``ok`` at two and ``no-progress`` at three (0.56-0.59x over 20 repetitions); helper 198's Push-Pull
+    on a sleepy lossy ring, ``ok`` at 0.49x over repetitions ending 0.20x, 0.81x and 0.44x."""
+    if not (math.isfinite(start) and start > 0 and math.isfinite(end)) or not NO_PROGRESS / NEAR_BAR < end / start:
+        return ""
+    spread = ""
+    if "rep" in frame.columns and frame["rep"].nunique() > 1:
+        ends = frame.sort_values("iteration", kind="stable").groupby("rep")[metric].last().to_numpy(np.float64)
+        ends = ends[np.isfinite(ends)] / start
+        if ends.size > 1:
+            spread = f", its repetitions ending at {_span(list(ends))}x"
+    return (f"{metric} ended at {end / start:.3g}x its start{spread}, near the bar of {NO_PROGRESS:g}x below which a "
+            f"run made progress: over other draws it may read no-progress (more repetitions, --repeats, tell)")
 
 
 def _peak(means, start, end):
