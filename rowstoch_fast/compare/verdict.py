@@ -24,9 +24,9 @@ Statuses (:data:`STATUSES`):
 * ``interrupted``: stopped by Ctrl-C or SIGTERM before the end of its budget (``--resume`` continues it).
 
 Only ``ok`` runs are ranked and only they can be bold. Ranks (:func:`ranks`): a method's rank is one plus the
-number of methods that are *distinguishably* better, where two methods are distinguishable when the logarithms of
-their final values differ by more than ln :data:`TIE_MARGIN` (a ratio of 1.1: within a tuned rate's resolution)
-beyond what a two-sided test tells at a family-wise level of :data:`TIE_LEVEL` over
+number of methods that are *distinguishably* better, where two methods are distinguishable when the means of the
+logarithms of their final values differ by more than ln :data:`TIE_MARGIN` (a ratio of 1.1: within it, a tuned
+rate's resolution) and by more than a two-sided test tells at a family-wise level of :data:`TIE_LEVEL` over
 every pair of the section's methods (:func:`holm`: Holm's step-down, valid whatever the dependence between the
 pairs; m counts the pairs tested: a pair within rounding, or with a method of one repetition, is not); methods
 that cannot be told apart share a rank. The test is paired where the two methods ran the same repetitions (two or
@@ -938,12 +938,11 @@ def _diverged_repetitions(frame, metric, start, iterations):
     return f"in {int(bad.sum())} of {len(ends)} repetitions: {_some(ends.index[bad])}", short
 
 
-def _paired(p, labels, finals, reps, floor, margin=0.0):
+def _paired(p, labels, finals, reps, floor):
     """Overwrite ``p[a, b]`` (Welch's p-values of the methods ``labels``) with a paired t-test's two-sided p-value
     where methods ``a`` and ``b`` ran the same repetitions (``reps``: ``{label: their numbers}``, two or more),
-    on the differences of the logarithms of their final values (at least ``floor``) repetition by repetition, of
-    their mean's distance beyond ``margin`` (a logarithm: :data:`~rowstoch_fast.report.TIE_MARGIN`'s): 0 where the
-    differences are one value beyond it (deterministic runs), 1 where their mean is within it."""
+    on the differences of the logarithms of their final values (at least ``floor``) repetition by repetition: 0
+    where the differences are one non-zero value (deterministic runs), 1 where they are all 0."""
     from scipy.special import stdtr
 
     order = {}
@@ -961,13 +960,12 @@ def _paired(p, labels, finals, reps, floor, margin=0.0):
             keys = order[a][0]
             d = np.array([order[a][1][r] - order[b][1][r] for r in keys])
             mean, sd = float(d.mean()), float(d.std(ddof=1))
-            beyond = abs(mean) - margin
-            if not beyond > 0:
+            if mean == 0:
                 value = 1.0
             elif sd == 0 or not math.isfinite(sd):
                 value = 0.0
             else:
-                value = float(2.0 * stdtr(len(d) - 1, -beyond / (sd / math.sqrt(len(d)))))
+                value = float(2.0 * stdtr(len(d) - 1, -abs(mean) / (sd / math.sqrt(len(d)))))
             p[a, b] = p[b, a] = value
 
 
@@ -1034,8 +1032,9 @@ def ranks(finals, scale=None, higher_is_better=False, converged=CONVERGED, reps=
         repetitions (two or more) ran them on the same seeds (gradient streams, network draws): they are compared
         by a paired t-test on the differences of their logarithms, repetition by repetition, which the draws they
         share do not blur (a method 10-25x worse than another in every one of four repetitions had been tied with
-        it by Welch's test, whose spreads include the draws' own, helper 195); others by Welch's test. Both test
-        the gap of the logarithms beyond ln :data:`~rowstoch_fast.report.TIE_MARGIN` (1.1): a smaller ratio ties.
+        it by Welch's test, whose spreads include the draws' own, helper 195); others by Welch's test. A gap of
+        the logarithms within ln :data:`~rowstoch_fast.report.TIE_MARGIN` (a ratio below 1.1) ties, whatever the
+        test says.
 
     Returns
     -------
@@ -1098,13 +1097,13 @@ def ranks_told(finals, scale=None, higher_is_better=False, converged=CONVERGED, 
     tested = ((gap > 1e-9 * np.maximum(1.0, abs(mean))) & (abs(level[None, :] - level[:, None]) > floor)
               & spread[:, None] & spread[None, :])  # (a, b) with a's mean lower, by more than rounding
     np.fill_diagonal(tested, False)
-    # the gap beyond the margin tested (p = 1 within it: such a pair still counts among Holm's m, whose guarantee
-    # holds over every pair tested; left out, the pairs within the margin had loosened the others' bars)
-    margin = math.log(TIE_MARGIN)
-    p = welch_p(np.maximum(np.abs(gap) - margin, 0.0), se[:, None], se[None, :], count[:, None], count[None, :])
+    p = welch_p(gap, se[:, None], se[None, :], count[:, None], count[None, :])
     if reps is not None:
-        _paired(p, labels, finals, reps, floor, margin)
-    better = tested & holm(np.where(tested, p, np.nan))
+        _paired(p, labels, finals, reps, floor)
+    # told apart where the test rejects (Holm's m: every pair tested) and the gap is beyond the margin: a ratio
+    # within 1.1 ties (a test of the gap beyond the margin instead had tied 61 pairs 1.1-6.8x apart at every seed,
+    # whose p-values sat by Holm's bars, helper 207)
+    better = tested & holm(np.where(tested, p, np.nan)) & (gap > math.log(TIE_MARGIN))
     apart = better | better.T
     np.fill_diagonal(apart, True)
     return ({b: (1 + int(better[:, k].sum()), bool((~apart[:, k]).any())) for k, b in enumerate(labels)},
