@@ -223,8 +223,8 @@ def label_quantity_split(labels, n, classes_per_node, seed=0):
     Raises
     ------
     ValueError
-        ``classes_per_node`` above the number of classes, or a class with fewer samples than the nodes that
-        drew it (the message names it).
+        ``classes_per_node`` above the number of classes, fewer samples than ``n * classes_per_node`` (at once,
+        before any draw), or a class with fewer samples than the nodes that drew it (the message names it).
 
     Examples
     --------

@@ -2,7 +2,8 @@
 
 Tables show the final value of each metric as mean +- standard deviation over the repetitions, its rank (shared
 where the repetitions cannot tell runs apart; rank 1 in bold; only runs that ended ``ok`` ranked), the status of
-every run and one line of diagnosis for those that did not end ``ok`` (or ran at the next stable rate); they are
+every run and one line of diagnosis for those that did not end ``ok`` (or ran at the next stable rate, or ended
+near the no-progress bar); they are
 plain text (LaTeX with booktabs rules and numbers as ``$(1.83 \\pm 0.29) \\times 10^{-1}$``, no package of ours
 needed). Figures have one panel per (graph or setting, metric), colour-blind-safe colours (Okabe and Ito) with a marker and a line style per
 algorithm (no two of the first 24 alike), so they read in grey too; a run that leaves the range of the runs that
@@ -741,8 +742,8 @@ def _rank(r):
 
 
 def _notes(table):
-    """``(where, algorithm, status, diagnosis)`` of every row that says why it did not end ok, or why it is shown at
-    another rate than its tuned one."""
+    """``(where, algorithm, status, diagnosis)`` of every row that says why it did not end ok, why it is shown at
+    another rate than its tuned one, or that it ended near the no-progress bar."""
     groups = [g for g in _GROUPS if g in table.columns]
     return [(" / ".join(str(getattr(r, g)) for g in groups), r.algorithm, r.status, r.diagnosis)
             for r in table.itertuples() if _said(getattr(r, "diagnosis", ""))]
@@ -843,7 +844,7 @@ def identical_runs(table):
     if not std.size or not (std == 0).all():
         return ""
     return ("Every run's repetitions ended equal (nothing in this problem or network is drawn): the ranks order the "
-            "final values themselves.")
+            f"final values themselves, a ratio below {TIE_MARGIN:g} tied.")
 
 
 def times_text(ratio):

@@ -905,9 +905,10 @@ def _optimizer_class():
                                    "again")
             try:
                 lr = self.param_groups[0]["lr"]
-                _check_group_rate(self.inner, lr, "param_groups[0]['lr']")
-                if not _same_rate(lr, self._lr):  # a scheduler's new rate: this step's update uses it, as in
-                    if np.ndim(lr) == 0 and not lr > 0:  # torch.optim (the step waiting for G computes it here)
+                if lr is not self._lr and not _same_rate(lr, self._lr):  # a scheduler's new rate: this step's
+                    # update uses it, as in torch.optim (the step waiting for G computes it here); checked then
+                    _check_group_rate(self.inner, lr, "param_groups[0]['lr']")
+                    if np.ndim(lr) == 0 and not lr > 0:
                         raise ValueError(f"lr must be > 0 at every step, got {lr!r} from param_groups[0]['lr'] (a "
                                          "scheduler's warm-up from 0 or decay to 0?): the package's methods divide "
                                          "by it or scale their corrections with it; start a warm-up above 0, e.g. "

@@ -6395,3 +6395,46 @@ def test_an_ok_run_that_ends_near_the_no_progress_bar_says_so():
                              iterations=40) == ("ok", "")
     assert verdict.status_of(frame([0.5, 0.55, 0.6]), "suboptimality", {}, lr=0.1, lr_source="given",
                              iterations=40)[0] == "no-progress"
+
+
+def test_the_rank_margin_is_the_tuned_metric_s_and_read_where_the_footnote_reads_it():
+    """Helper 208: the margin of 1.1 tied an accuracy of 0.95 with one of 0.87 (a table's other metrics are ranked
+    by the same function), and setting report.TIE_MARGIN changed the footnote and not the ranks. Other metrics are
+    ranked without it; the ranked one reads report's value at the call."""
+    from rowstoch_fast import report
+
+    acc = {"a": 0.95 + 0.001 * np.arange(5), "b": 0.87 + 0.001 * np.arange(5)}
+    assert verdict.ranks(acc, higher_is_better=True)["b"] == (1, True)  # (the tuned metric's margin)
+    assert verdict.ranks(acc, higher_is_better=True, margin=1.0)["b"] == (2, False)
+    six = {"a": np.exp(0.01 * np.arange(5)), "b": 1.06 * np.exp(0.01 * np.arange(5))}
+    assert verdict.ranks(six)["b"] == (1, True)
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setattr(report, "TIE_MARGIN", 1.01)
+        assert verdict.ranks(six)["b"] == (2, False)
+        assert "ln 1.01" in report.tie_note(False)
+    for bad, error in ((0.9, ValueError), ("1.1", TypeError)):
+        with pytest.raises(error, match="margin"):
+            verdict.ranks(six, margin=bad)
+    from rowstoch_fast.compare import tables
+
+    frame = pd.DataFrame([(m, rep, k, v0 * (1 - k / 20) if m != "x" else v0, acc_v)
+                          for m, v0, acc_v in (("p", 1.0, 0.95), ("q", 1.0, 0.87)) for rep in range(4)
+                          for k in range(0, 21, 5)], columns=["algorithm", "rep", "iteration", "suboptimality",
+                                                              "test_accuracy"])
+    frame["test_accuracy"] += frame["rep"] * 1e-3
+    frame = frame.assign(lr=0.1, rounds_per_iteration=1, communication_rounds=frame["iteration"], status="ok")
+    table = tables.summary(frame, metric="suboptimality", metrics=["test_accuracy"]).set_index("algorithm")
+    assert table.loc["p", "test_accuracy_best"] and not table.loc["q", "test_accuracy_best"]
+
+
+def test_a_run_near_the_bar_that_drew_nothing_is_not_told_of_other_draws_and_an_ok_run_s_live_line_ends_its_way():
+    """Helper 208: an ok run near the no-progress bar whose repetitions ended equal (nothing drawn) was told "over
+    other draws it may read no-progress" beside the note that nothing is drawn; an ok run's live line gave only the
+    first clause of its note ("no rate ... was stable"), which read as a failure."""
+    it = np.arange(0, 41, 4)
+    frame = pd.DataFrame([(k, rep, 1.0 - 0.53 * k / 40) for rep in range(3) for k in it],
+                         columns=["iteration", "rep", "suboptimality"])
+    status, why = verdict.status_of(frame, "suboptimality", {}, lr=0.1, lr_source="given", iterations=40)
+    assert status == "ok" and why == "suboptimality ended at 0.47x its start, near the bar of 0.5x below which a run " \
+                                     "made progress", why
+    assert verdict.clauses("a (b; c); d; e") == ["a (b; c)", "d", "e"] and verdict.clauses("") == [""]

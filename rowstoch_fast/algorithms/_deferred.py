@@ -335,10 +335,10 @@ class FailureHandling:
 
     def _agree_on_settings(self):
         """Under MPI, a ValueError on every rank where the settings one can assign after construction (``lr``,
-        ``growth_limit``; ``check_finite`` is fixed there) differ between the ranks, naming the first (collective; read with the
-        growth check, at iterations 16, 32, ..., 1024 and every 1024th after). ``opt.lr = ...`` on one rank (a rate
-        computed from that rank's own loss) had run a mixture of rates silently; ``growth_limit = None`` on one
-        rank had left the others waiting in the growth check's reduction (helper 203)."""
+        ``growth_limit``; ``check_finite`` is fixed there) differ between the ranks, naming the first (collective;
+        read with the growth check, at iterations 16, 32, ..., 1024 and every 1024th after). ``opt.lr = ...`` on
+        one rank (a rate computed from that rank's own loss) had run a mixture of rates silently; ``growth_limit =
+        None`` on one rank had left the others waiting in the growth check's reduction (helper 203)."""
         lr = self.lr
         if np.ndim(lr) and np.size(lr) > 4:  # (one per node or replica: its digest, not a million floats gathered)
             values = np.ascontiguousarray(np.asarray(lr, dtype=np.float64))

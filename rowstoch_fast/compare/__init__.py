@@ -2,11 +2,11 @@
 
 :func:`compare` checks its arguments once into a plan (:mod:`.plan`), runs it (:mod:`.execute`: each method's
 rate tuned by :mod:`.tuning` where it is not given, then evaluated; in parallel processes with ``jobs``), judges
-every run (:mod:`.verdict`: its status, a diagnosis when it is not ``ok``, ranks that only separate what the
-repetitions can tell apart) and returns one pandas frame of everything it recorded. :func:`summary` turns it
-into the comparison table (:mod:`.tables`), :func:`plot` into the figure and :func:`write_outputs` writes every
-file of ``rowstoch compare`` (:mod:`.outputs`); :class:`LiveView` and :func:`text_plot` show a comparison as its
-methods finish (:mod:`.live`, ``rowstoch compare --live``).
+every run (:mod:`.verdict`: its status, a diagnosis when it is not ``ok`` or ends near a bar, ranks that only
+separate what the repetitions can tell apart) and returns one pandas frame of everything it recorded.
+:func:`summary` turns it into the comparison table (:mod:`.tables`), :func:`plot` into the figure and
+:func:`write_outputs` writes every file of ``rowstoch compare`` (:mod:`.outputs`); :class:`LiveView` and
+:func:`text_plot` show a comparison as its methods finish (:mod:`.live`, ``rowstoch compare --live``).
 """
 
 from __future__ import annotations

@@ -15,7 +15,7 @@ from ..network import Network, draws, effects_of, losses_of, redrawn, source_of
 from ..runner import BELOW_OPTIMUM_WORDS, run
 from .tuning import (DAMAGED, UNTUNABLE, NoStableRate, converged_for, exact_tuning, forget_stages, spread_floor,
                      tune)
-from .verdict import NEXT_STABLE, RETRIED, cause, family_members, next_stable, status_of
+from .verdict import NEXT_STABLE, RETRIED, cause, clauses, family_members, next_stable, status_of
 
 __all__ = ["Outcome", "judge_run", "run_method"]
 
@@ -489,7 +489,9 @@ def run_method(plan, method, *, progress=False, log=None):
     frame["diverged"] = status == "diverged"
     frame["status"] = status
     frame["diagnosis"] = diagnosis
-    said = cause(diagnosis)  # (the whole diagnosis is the table's: helper 202 read 900 characters twice)
+    parts = clauses(diagnosis)  # (the whole diagnosis is the table's: helper 202 read 900 characters twice)
+    said = parts[0] if status != "ok" or len(parts) < 2 else f"{parts[0]}; {parts[-1]}"  # (an ok run's last: "it is
+    # ranked", "shown at the next stable rate"; its first alone had read as a failure, helper 208)
     log(f"{method.label}: {status} ({frame['total_wall_seconds'].iloc[0]:.1f} s)" + (f": {said}" if said else "")
         + (" (in full with the table)" if said != diagnosis else ""))
     return Outcome(method.label, frame, status, diagnosis, lr, source, record)

@@ -58,7 +58,7 @@ from .tuning import (CLIMB, CONVERGED, NO_PROGRESS, SPREAD, STABILITY_FACTOR, TA
                      _tail, off_its_minimum, rising, runaway, smoothed, typical_curve)
 
 __all__ = ["STATUSES", "NO_PROGRESS", "TIE_LEVEL", "TIE_MARGIN", "NEXT_STABLE", "status_of", "ranks", "holm", "welch_p",
-           "cause", "tuning_failures", "hint_outcomes", "next_stable"]
+           "cause", "clauses", "tuning_failures", "hint_outcomes", "next_stable"]
 
 STATUSES = ("ok", "diverged", "no-progress", "unstable", "interrupted")
 #: The statuses of an evaluation at a tuned rate that run it again at :func:`next_stable`'s rate.
@@ -86,6 +86,18 @@ def _range(rates):
     return _fmt(rates[0]) if len(rates) == 1 else f"{_fmt(rates[0])}..{_fmt(rates[-1])}"
 
 
+def clauses(diagnosis):
+    """A diagnosis cut at each ``"; "`` outside parentheses: what the run did first, then the rates' details, the
+    rate shown and the hints (:func:`cause`)."""
+    parts, depth, begin = [], 0, 0
+    for i, char in enumerate(diagnosis):
+        depth += {"(": 1, ")": -1}.get(char, 0)
+        if depth <= 0 and diagnosis.startswith("; ", i):
+            parts.append(diagnosis[begin:i])
+            begin = i + 2
+    return parts + [diagnosis[begin:]]
+
+
 def cause(diagnosis):
     """A diagnosis up to its first ``"; "`` outside parentheses: what the run did, without the rates' details that
     follow it or its hints (a comparison's live line, a retried rate's note; the whole diagnosis is the table's).
@@ -93,12 +105,7 @@ def cause(diagnosis):
     >>> cause("no rate in 0.1..1 made progress (0.1 made no progress (ending at 0.9x); 1 diverged); try R >= 4")
     'no rate in 0.1..1 made progress (0.1 made no progress (ending at 0.9x); 1 diverged)'
     """
-    depth = 0
-    for i, char in enumerate(diagnosis):
-        depth += {"(": 1, ")": -1}.get(char, 0)
-        if depth <= 0 and diagnosis.startswith("; ", i):
-            return diagnosis[:i]
-    return diagnosis
+    return clauses(diagnosis)[0]
 
 
 def tuning_failures(record):
@@ -312,7 +319,8 @@ def status_of(frame, metric, meta, *, lr, lr_source, iterations, tuning=None, co
     that gives them), :func:`_effects_note`; ``pushes``: it pushes mass through a column-stochastic matrix,
     :func:`_push_hint`; ``schedule``: the matrices of a :class:`~rowstoch_fast.network.Schedule` the weights go
     through, where they change from round to round, :func:`_effects_note` and :func:`_tracker_hint`).
-    The diagnosis is one line derived from what the run and the tuner recorded ("" for ``ok``)."""
+    The diagnosis is one line derived from what the run and the tuner recorded ("" for ``ok``, but for an ``ok`` run
+    near the no-progress bar, :func:`_near_the_bar`, or at a rate the tuner found none stable or retried)."""
     context = context or {}
     done = int(meta.get("completed_iterations", iterations))
     by = frame.groupby("iteration", sort=True)[metric]
@@ -437,14 +445,16 @@ def _near_the_bar(frame, metric, start, end):
     on a sleepy lossy ring, ``ok`` at 0.49x over repetitions ending 0.20x, 0.81x and 0.44x."""
     if not (math.isfinite(start) and start > 0 and math.isfinite(end)) or not NO_PROGRESS / NEAR_BAR < end / start:
         return ""
-    spread = ""
+    said = f"{metric} ended at {end / start:.3g}x its start"
     if "rep" in frame.columns and frame["rep"].nunique() > 1:
         ends = frame.sort_values("iteration", kind="stable").groupby("rep")[metric].last().to_numpy(np.float64)
         ends = ends[np.isfinite(ends)] / start
-        if ends.size > 1:
-            spread = f", its repetitions ending at {_span(list(ends))}x"
-    return (f"{metric} ended at {end / start:.3g}x its start{spread}, near the bar of {NO_PROGRESS:g}x below which a "
-            f"run made progress: over other draws it may read no-progress (more repetitions, --repeats, tell)")
+        if ends.size > 1 and ends.min() != ends.max():  # (repetitions that ended equal drew nothing: no other
+            # draw to read it otherwise, helper 208)
+            return (f"{said}, its repetitions ending at {_span(list(ends))}x, near the bar of {NO_PROGRESS:g}x "
+                    f"below which a run made progress: over other draws it may read no-progress (more "
+                    f"repetitions, --repeats, tell)")
+    return f"{said}, near the bar of {NO_PROGRESS:g}x below which a run made progress"
 
 
 def _peak(means, start, end):
@@ -1011,7 +1021,7 @@ def welch_p(gap, se_a, se_b, n_a, n_b):
     return np.where(np.asarray(gap) == 0, 1.0, p)
 
 
-def ranks(finals, scale=None, higher_is_better=False, converged=CONVERGED, reps=None):
+def ranks(finals, scale=None, higher_is_better=False, converged=CONVERGED, reps=None, margin=None):
     """Ranks of methods from their final values, ties where the repetitions cannot tell them apart.
 
     Parameters
@@ -1032,9 +1042,12 @@ def ranks(finals, scale=None, higher_is_better=False, converged=CONVERGED, reps=
         repetitions (two or more) ran them on the same seeds (gradient streams, network draws): they are compared
         by a paired t-test on the differences of their logarithms, repetition by repetition, which the draws they
         share do not blur (a method 10-25x worse than another in every one of four repetitions had been tied with
-        it by Welch's test, whose spreads include the draws' own, helper 195); others by Welch's test. A gap of
-        the logarithms within ln :data:`~rowstoch_fast.report.TIE_MARGIN` (a ratio below 1.1) ties, whatever the
-        test says.
+        it by Welch's test, whose spreads include the draws' own, helper 195); others by Welch's test.
+    margin : float, optional
+        The least ratio of two methods' geometric means told apart, whatever the test says (default
+        :data:`~rowstoch_fast.report.TIE_MARGIN`, 1.1, read at the call: a tuned rate's resolution on the metric
+        it was tuned on). 1 for none: a table's other metrics (an accuracy of 0.95 against 0.87, a loss of 0.301
+        against 0.325 near f* = 0.3, are no tuner's noise; helper 208).
 
     Returns
     -------
@@ -1051,10 +1064,10 @@ def ranks(finals, scale=None, higher_is_better=False, converged=CONVERGED, reps=
     >>> ranks(r)
     {'A': (1, True), 'B': (1, True), 'C': (2, True)}
     """
-    return ranks_told(finals, scale, higher_is_better, converged, reps)[0]
+    return ranks_told(finals, scale, higher_is_better, converged, reps, margin)[0]
 
 
-def ranks_told(finals, scale=None, higher_is_better=False, converged=CONVERGED, reps=None):
+def ranks_told(finals, scale=None, higher_is_better=False, converged=CONVERGED, reps=None, margin=None):
     """:func:`ranks` (its arguments), and ``{label: the labels told better than it}``: what the ranks count (a
     method not told worse than another with a far lower mean is said, :func:`~rowstoch_fast.report.wide_ties`)."""
     if not isinstance(finals, dict):
@@ -1103,7 +1116,14 @@ def ranks_told(finals, scale=None, higher_is_better=False, converged=CONVERGED, 
     # told apart where the test rejects (Holm's m: every pair tested) and the gap is beyond the margin: a ratio
     # within 1.1 ties (a test of the gap beyond the margin instead had tied 61 pairs 1.1-6.8x apart at every seed,
     # whose p-values sat by Holm's bars, helper 207)
-    better = tested & holm(np.where(tested, p, np.nan)) & (gap > math.log(TIE_MARGIN))
+    if margin is None:
+        from .. import report  # (read at the call, as holm reads TIE_LEVEL: the footnote says report's value)
+
+        margin = report.TIE_MARGIN
+    margin = check_positive_float(margin, "margin")
+    if not margin >= 1:
+        raise ValueError(f"margin must be a ratio >= 1 (1: none), got {margin}")
+    better = tested & holm(np.where(tested, p, np.nan)) & (gap > math.log(margin))
     apart = better | better.T
     np.fill_diagonal(apart, True)
     return ({b: (1 + int(better[:, k].sum()), bool((~apart[:, k]).any())) for k, b in enumerate(labels)},
