@@ -122,8 +122,36 @@ def test_lr_set_between_ask_and_tell_acts_on_what_the_step_computes_from_g():
             stepped.step(grad)
         if cls is DGD:
             np.testing.assert_array_equal(told.x, stepped.x)
-        else:  # (Pull-Diag-GT's point x1 = A (x0 - lr y0) was made before the new rate: one rate behind)
+        else:  # (the pairs are one behind the steps: the first asks the gradients at x0)
             assert told.lr == stepped.lr and np.isfinite(told.x).all()
+
+
+@pytest.mark.parametrize("options", [{}, {"rounds": 3}, {"form": "frost"}, {"reps": 2}])
+def test_pull_diag_gt_takes_a_rate_set_between_ask_and_tell_from_its_gradients_on(options):
+    """Helper 209: Pull-Diag-GT's compiled y phase read the rate from before the gradients, so that one assigned
+    between ask and tell (what every torch scheduler does) waited an iteration while ``opt.lr`` said the new one:
+    x - lr y after the gradients used the old rate. The same steps with the rate assigned between steps agree now,
+    in each branch (the fused phase, more rounds, the FROST form, per-replica rates)."""
+    A = topology.exponential(8)
+    reps = options.pop("reps", None)
+    b = np.arange(8.0)[:, None] if reps is None else np.arange(16.0).reshape(2, 8, 1)
+    x0 = np.zeros_like(b)
+
+    def g(X):
+        return X - b
+
+    lr = (lambda v: v) if reps is None else (lambda v: np.full((reps, 1, 1), v))
+    told, stepped = PullDiagGT(A, x0, lr(0.1), **options), PullDiagGT(A, x0, lr(0.1), **options)
+    told.step(g)
+    X = told.ask()
+    told.lr = lr(0.05)
+    told.tell(g(X))
+    told.step(g)
+    stepped.step(g)
+    stepped.step(g)
+    stepped.lr = lr(0.05)
+    stepped.step(g)
+    np.testing.assert_array_equal(told.x, stepped.x)
 
 
 @pytest.mark.parametrize("name", BATCH)

@@ -5,7 +5,7 @@
 // row-stochastic A converges to the pi-weighted average (pi: A's left Perron vector), which the program
 // checks against the power method, then prints the consensus error per round.
 //
-//   g++ -std=c++17 -O2 -fopenmp -I"$(python -c 'import rowstoch_fast as r; print(r.get_include())')" \
+//   g++ -std=c++17 -O2 -ffp-contract=off -fopenmp -I"$(python -c 'import rowstoch_fast as r; print(r.get_include())')" \
 //       examples/cpp/gossip_simulator.cpp -o gossip_simulator && ./gossip_simulator
 //
 // or with CMake: examples/cpp/CMakeLists.txt (find_package(rowstoch CONFIG), target rowstoch::kernels).

@@ -214,9 +214,11 @@ class PullDiagGT(Optimizer):
     def _advance(self, grad_fn, cur, nxt, t):
         if self.form == "frost":
             return self._advance_frost(grad_fn, cur, nxt, t)
-        ops, A, R, lr = self._ops, self.A, self.rounds, self.lr
+        ops, A, R = self._ops, self.A, self.rounds
         ops.mix(A, cur["xw"], nxt["x"], R, self._scratch)  # x_{t+1} = A^R (x_t - lr y_t)
         self._gradient(grad_fn, nxt["x"], nxt["g"], t + 1)
+        lr = self.lr  # (read after the gradients: a rate assigned between ask and tell is the rate from them on,
+        # as the unfused branch's _lr_coef reads it; read before, it had waited an iteration, helper 209)
         s_new = self._tracker.scale(t + 1)
         fused = getattr(ops, "gt_y_phase", None) if self._static and np.ndim(lr) == 0 else None  # (one rate)
         if fused is not None:  # y_{t+1} and x_{t+1} - lr y_{t+1} in one compiled phase
