@@ -17,6 +17,7 @@ import contextlib
 import math
 import numbers
 import os
+import re
 import sys
 
 import numpy as np
@@ -543,24 +544,28 @@ def _legend_entries(axes):
     """The legend entries of every panel, each algorithm once (the rates differ between graphs: the name only),
     with the status of a run that did not end ok, "sgp (diverged)", and in how many rows where not in all of them
     (the legend had dropped it with the rate: a diverged method read as any other)."""
-    seen, notes = {}, {}
+    seen, notes, rounding = {}, {}, set()
     for r, row in enumerate(np.atleast_2d(axes)):
         for ax in row:
             for handle, label in zip(*ax.get_legend_handles_labels()):
                 name, _, rest = label.partition(",")
                 seen.setdefault(name, handle)
-                note = rest[rest.index("(") + 1:-1] if rest.endswith(")") and "(" in rest else "ok"
-                notes.setdefault(name, {})[r] = note
+                said = re.findall(r"\(([^()]*)\)", rest)
+                if "to rounding" in said:  # (a panel's own: kept from any panel, not the row's last, helper 210)
+                    rounding.add(name)
+                status = [note for note in said if note != "to rounding"]
+                notes.setdefault(name, {})[r] = status[0] if status else "ok"
     labels = []
     for name, rows in notes.items():
         failed = sorted({note for note in rows.values() if note != "ok"})
         if not failed:
-            labels.append(name)
+            label = name
         elif all(note != "ok" for note in rows.values()):
-            labels.append(f"{name} ({', '.join(failed)})")
+            label = f"{name} ({', '.join(failed)})"
         else:
             counts = (f"{note} in {sum(n == note for n in rows.values())} of {len(rows)} rows" for note in failed)
-            labels.append(f"{name} ({', '.join(counts)})")
+            label = f"{name} ({', '.join(counts)})"
+        labels.append(label + (" (to rounding)" if name in rounding else ""))
     return list(seen.values()), labels
 
 
@@ -758,6 +763,12 @@ def _said(diagnosis):
 ROUNDING = 1e-12
 
 
+def below_optimum(table, metrics):
+    """:func:`_below_optimum`'s note for a summary ``table`` and the ``metrics`` it shows (the printed table's:
+    helper 210 found its f - f* of -4.4e-16 unexplained where summary.md explained it), or None."""
+    return _below_optimum(table, metrics, _cells(table, metrics))
+
+
 def _below_optimum(table, metrics, cells):
     """A note for the rows whose mean suboptimality is below 0, or None: rounding where it is within
     :data:`ROUNDING` of 0 (a run that reached the optimum; or the problem's own, its summary's
@@ -868,15 +879,18 @@ def wide_ties(table):
     if not wide:
         return ""
     several = _several_sections(table)
-    names = ", ".join(f"{name} ({where})" if where and several else name for where, name, _, _ in wide)
-    low, high = min(w[2] for w in wide), max(w[2] for w in wide)
-    span = times_text(low) if high < 1.5 * low else f"{times_text(low)[:-1]}-{times_text(high)}"
-    fewest = min(w[3] for w in wide)
     one = len(wide) == 1
-    return (f"{names} {'is' if one else 'are'} not told apart from methods whose means end {span} lower (a rank "
+    names = ", ".join((f"{name} ({where})" if where and several else name)
+                      + ("" if one else f" {times_text(ratio)}") for where, name, ratio, _ in wide)
+    # (each its own ratio: a span over the methods had read as if each were tied with the furthest, helper 210)
+    fewest = min(w[3] for w in wide)
+    lower = (f"a method with a mean {times_text(wide[0][2])} lower" if one else
+             "methods with means that many times lower")
+    return (f"{names} {'is' if one else 'are'} not told apart from {lower} (a rank "
             f"counts the methods told better): over {fewest}{'+' if any(w[3] > fewest for w in wide) else ''} "
-            f"repetitions the differences spread too widely for the tests, at {TIE_LEVEL:.0%} over all the pairs, to "
-            f"tell {'it' if one else 'them'} from those; more repetitions (--repeats) would.")
+            f"repetitions the differences spread too widely for the tests, at {TIE_LEVEL:.0%} over the pairs of "
+            f"{'each section' if several else 'the table'}, to tell {'it' if one else 'them'} from "
+            f"{'it' if one else 'those'}; more repetitions (--repeats) would.")
 
 
 def unmoved_start(table):
