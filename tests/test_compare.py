@@ -6502,3 +6502,28 @@ def test_the_printed_table_carries_the_notes_of_summary_md():
         if note:
             assert note in markdown and note in printed.replace("\n  ", " "), note
     assert report.identical_runs(table), table[["algorithm", "final", "final_std"]]
+
+
+def test_an_ok_run_whose_consensus_error_grows_on_a_line_says_it_runs_off_past_the_budget():
+    """Helper 211: on directed rings the tuner's rates grew the nodes' consensus error 1.90-1.96x on a straight line
+    in its logarithm within the budget, under the twofold that runs off, and 14 of 15 ran off over four times the
+    budget: `ok` for the budget, and the note says what it does past it, where every repetition grows on the line
+    (1.25x or more); a noise floor, a level approached, or one repetition that does not grow, says nothing."""
+    x = np.arange(0, 401, 16)
+
+    def frame(spreads):
+        rows = [(k, rep, 1.0 / (1 + k), s) for rep, spread in enumerate(spreads) for k, s in zip(x, spread)]
+        return pd.DataFrame(rows, columns=["iteration", "rep", "suboptimality", "consensus_error"])
+
+    line = np.r_[0.0, 0.7 * np.exp(np.log(1.6) * (x[1:] - 100.0) / 300.0)]
+    status, why = verdict.status_of(frame([line, line * 1.1]), "suboptimality", {}, lr=0.01, lr_source="given",
+                                    iterations=400)
+    assert status == "ok" and re.fullmatch(r"its consensus_error grew 1\.[45]\dx on a straight line in its logarithm "
+                                           r"past the first quarter in every repetition: a geometric growth that runs "
+                                           r"off past the budget \(a longer budget at this rate tells\)", why), why
+    floor = 0.7 * np.exp(np.random.default_rng(4).normal(0.0, 0.2, len(x)))
+    approach = np.r_[0.0, 1.1 - 0.5 * np.exp(-(x[1:] - x[1]) / 100.0)]
+    for spreads in ([floor, floor], [approach, approach], [line, floor]):
+        assert verdict.status_of(frame(spreads), "suboptimality", {}, lr=0.01, lr_source="given",
+                                 iterations=400) == ("ok", "")
+    assert tuning.climbs(x, line) is None and tuning.climbs(x, line, steady=1.25) is not None

@@ -482,7 +482,7 @@ def spread_floor(objective):
     return SPREAD_STEPS * float(np.finfo(precision_of(objective)).eps) * math.sqrt(n * d) * iterate_scale(objective)
 
 
-def climbs(iterations, values, floor=0.0):
+def climbs(iterations, values, floor=0.0, steady=None):
     """``(low, end)`` where a positive metric of the iterates (a consensus error), recorded at ``iterations``, runs
     off at the end of the run; else None. Past the first :data:`TAIL` of the iterations (where it rises from a
     shared start; at least six records there), the levels of every three consecutive records (their geometric
@@ -509,7 +509,8 @@ def climbs(iterations, values, floor=0.0):
     tuner's confirmation, 7.6x off the best; a run-off with kicks on its way still climbs (helper 163: where one
     kick as high anywhere had been enough to pass, up to 63% of such run-offs passed).
 
-    Values below ``floor`` (a consensus error's rounding, :func:`spread_floor`) read as it."""
+    Values below ``floor`` (a consensus error's rounding, :func:`spread_floor`) read as it; ``steady``: the factor of
+    the steady climb where not :data:`STEADY_CLIMB` (a table's note of a smaller one, :func:`~.verdict.status_of`)."""
     x, v = np.asarray(iterations, dtype=np.float64), np.asarray(values, dtype=np.float64)
     if len(v) != len(x) or len(x) < 6:
         return None
@@ -518,20 +519,20 @@ def climbs(iterations, values, floor=0.0):
             v = np.where(v < floor, floor, v)  # (NaN stays NaN)
     tail = x > x[0] + TAIL * (x[-1] - x[0])
     if not (np.isfinite(v[tail]).all() and (v[tail] > 0).all()):  # (what _climb reads: the tail alone)
-        return _climb(x, v)
+        return _climb(x, v, steady)
     with np.errstate(invalid="ignore"):
         every = _kicks(v)
     kicks = every[tail[every]]
     if not kicks.size:
-        return _climb(x, v)
+        return _climb(x, v, steady)
     w = v.copy()
     for i in kicks:
         calm = [v[j] for j in (i - 1, i + 1) if 0 <= j < len(v) and j not in every and np.isfinite(v[j])
                 and v[j] > 0]
         if calm:
             w[i] = math.exp(sum(math.log(c) for c in calm) / len(calm))
-    found = _climb(x, w)
-    if found is not None and _climb(x[:-2], w[:-2]) is None and (float(w[-4:-2].max()) < CLIMB * found[0]
+    found = _climb(x, w, steady)
+    if found is not None and _climb(x[:-2], w[:-2], steady) is None and (float(w[-4:-2].max()) < CLIMB * found[0]
                                                                   or w[-1] <= 0.5 * w[-2]):
         # (the climb rests on the last two records, the two before them within tenfold of the lowest level, or it
         # falls back at the end, as a kick spread over three records does and a run-off does not; a short geometric
@@ -542,8 +543,9 @@ def climbs(iterations, values, floor=0.0):
     return found
 
 
-def _climb(x, v):
+def _climb(x, v, steady=None):
     """:func:`climbs` of a series whose kicks were set aside."""
+    steady = STEADY_CLIMB if steady is None else steady
     x, v = np.asarray(x, dtype=np.float64), np.asarray(v, dtype=np.float64)
     if len(v) != len(x) or len(x) < 6:
         return None
@@ -556,8 +558,8 @@ def _climb(x, v):
     levels = smoothed(ys, 3)[2:]  # (level i: records i .. i + 2)
     j = int(np.argmin(levels))
     low, end = float(levels[j]), float(levels[-1])
-    steady = end >= STEADY_CLIMB * low and len(xs) - j >= 8  # (the line, checked below)
-    if len(xs) - j < 5 or (end < CLIMB * low and not steady):
+    on_line = end >= steady * low and len(xs) - j >= 8  # (the line, checked below)
+    if len(xs) - j < 5 or (end < CLIMB * low and not on_line):
         return None
     xs, logs = xs[j:], np.log(ys[j:])
     if not rising(xs, logs):
