@@ -1238,3 +1238,31 @@ def test_what_torch_cannot_take_is_named_as_the_replicas_were_given_it(linear_pr
     state["buffers"] = 3
     with pytest.raises(ValueError, match=r"state\['buffers'\] must be a dict of tensors .*, got int 3"):
         opt.load_state_dict(state)
+
+
+def test_a_scheduler_drives_a_gradient_tracking_method_as_rates_assigned_between_steps():
+    """Helper 209: Pull-Diag-GT under StepLR followed the schedule an iteration late (its compiled y phase read the
+    rate from before the gradients that tell handed it), 2e-2 off after 12 steps, while DIGing and FROST followed
+    it. A method that starts from the gradients at x0 takes T optimizer steps as T - 1 iterations, each at the rate
+    the scheduler had set before it: equal bit for bit to stepping with those rates."""
+    from rowstoch_fast.torch import DecentralizedOptimizer
+
+    model, batches = _digits_mlp()
+    A = topology.exponential(8)
+    rates = [0.1 * 0.5 ** (k // 2) for k in range(6)]
+    for name in ("pull-diag-gt", "diging", "frost"):
+        net = for_algorithm(REGISTRY[name], A)
+        reps, stepped_reps = Replicas(model, n=8), Replicas(model, n=8)
+        opt = DecentralizedOptimizer(reps, name, net, lr=rates[0])
+        scheduler = torch.optim.lr_scheduler.StepLR(opt, step_size=2, gamma=0.5)
+        for t in range(6):
+            opt.zero_grad()
+            reps.losses(reps(batches[t][0]), batches[t][1]).sum().backward()
+            opt.step()
+            scheduler.step()
+        grad_fn = stepped_reps.grad_fn(lambda t: batches[t], stacked=True)
+        stepped = REGISTRY[name].build(net, stepped_reps.x0(), rates[0])
+        for k in range(5):
+            stepped.lr = rates[k]
+            stepped.step(grad_fn)
+        np.testing.assert_array_equal(opt.inner.x, stepped.x, err_msg=name)
