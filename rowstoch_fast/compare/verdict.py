@@ -51,6 +51,7 @@ import warnings
 import numpy as np
 
 from .._checks import as_float_array, check_bool, check_positive_float
+from .. import report
 from ..report import TIE_LEVEL, TIE_MARGIN, rate_text  # (the rule, below the harness: the tables' footnotes say
 # it)
 from ..runner import GROWTH_WARNING
@@ -434,6 +435,31 @@ def status_of(frame, metric, meta, *, lr, lr_source, iterations, tuning=None, co
     return "ok", "; ".join(notes)
 
 
+def _curves(frame, metric):
+    """A run's ``metric`` as records x repetitions (indexed by iteration), the iterations every repetition recorded
+    alone (an earlier comparison's kept repetitions may lack one)."""
+    curves = frame.pivot_table(index="iteration", columns="rep", values=metric, aggfunc="first") \
+        if "rep" in frame.columns else frame.set_index("iteration")[[metric]]
+    return curves[curves.notna().all(axis=1)]
+
+
+def _ends(frame, metric):
+    """Each repetition's last record of ``metric`` (by repetition number)."""
+    return frame.sort_values("iteration", kind="stable").groupby("rep")[metric].last().to_numpy(np.float64)
+
+
+def _spread_climbs(frame, spread_floor=0.0, steady=None):
+    """``(rep, found)`` of each repetition (``rep`` None where the frame has one run): where its nodes' consensus
+    error runs off at the end, :func:`~rowstoch_fast.compare.tuning.climbs`' finding (``steady``: its steady
+    climb's factor), else None. Nothing where the consensus error is not recorded."""
+    if SPREAD not in frame.columns or frame[SPREAD].isna().all():
+        return
+    ordered = frame.sort_values("iteration", kind="stable")
+    for rep, runs in ordered.groupby("rep", sort=True) if "rep" in frame.columns else [(None, ordered)]:
+        yield rep, climbs(runs["iteration"].to_numpy(np.float64), runs[SPREAD].to_numpy(np.float64), spread_floor,
+                          steady=steady)
+
+
 #: An ``ok`` run whose mean ends within this factor below the no-progress bar (above NO_PROGRESS / NEAR_BAR of its
 #: start) says so (:func:`_near_the_bar`).
 NEAR_BAR = 1.25
@@ -449,7 +475,7 @@ def _near_the_bar(frame, metric, start, end):
         return ""
     said = f"{metric} ended at {end / start:.3g}x its start"
     if "rep" in frame.columns and frame["rep"].nunique() > 1:
-        ends = frame.sort_values("iteration", kind="stable").groupby("rep")[metric].last().to_numpy(np.float64)
+        ends = _ends(frame, metric)
         ends = ends[np.isfinite(ends)] / start
         if ends.size > 1 and ends.min() != ends.max():  # (repetitions that ended equal drew nothing: no other
             # draw to read it otherwise, helper 208)
@@ -471,16 +497,10 @@ def _growing(frame, spread_floor=0.0):
     that way, just under the twofold, and 14 of 15 ran off over four times the budget; the status is the budget's,
     and the table says what it will do past it. (Re-read at factors down to 1.05, its `ok` runs of 21 problems flagged
     only rates shown to run off: the line's fit and pace, not the factor, set noise apart.)"""
-    if SPREAD not in frame.columns or frame[SPREAD].isna().all():
+    found = [climb for _, climb in _spread_climbs(frame, spread_floor, GROWTH_SAID)]
+    if not found or any(climb is None for climb in found):
         return ""
-    ordered = frame.sort_values("iteration", kind="stable")
-    found = []
-    for _, runs in ordered.groupby("rep", sort=True) if "rep" in frame.columns else [(None, ordered)]:
-        climb = climbs(runs["iteration"].to_numpy(np.float64), runs[SPREAD].to_numpy(np.float64), spread_floor,
-                       steady=GROWTH_SAID)
-        if climb is None:
-            return ""
-        found.append(climb[1] / climb[0])
+    found = [end / low for low, end in found]
     return (f"its {SPREAD} grew {_span(found)}x on a straight line in its logarithm past the first quarter"
             + (" in every repetition" if len(found) > 1 else "") + ": a geometric growth that runs off past the "
             "budget (a longer budget at this rate tells)")
@@ -512,9 +532,7 @@ def _climbs_again(frame, metric, tuning, lr, start, converged=CONVERGED):
                None)
     if why is None or _kind(why) != "unstable" or not (math.isfinite(start) and start > 0):
         return None
-    curves = frame.pivot_table(index="iteration", columns="rep", values=metric, aggfunc="first") \
-        if "rep" in frame.columns else frame.set_index("iteration")[[metric]]
-    curves = curves[curves.notna().all(axis=1)]
+    curves = _curves(frame, metric)
     if len(curves) < 4:
         return None
     typical = np.maximum(typical_curve(curves.to_numpy(np.float64)), max(converged * start, 1e-300))
@@ -654,10 +672,7 @@ def _climbing(frame, metric, means, start, one_trajectory=False, converged=CONVE
     push-sum method's, growing 1.08x an iteration to the end of the budget, its ranked metric not yet touched,
     ranked ``ok``), read from its rounding ``spread_floor`` up (:func:`~rowstoch_fast.compare.tuning.spread_floor`)."""
     if len(means) >= 4 and math.isfinite(start) and start > 0:
-        curves = frame.pivot_table(index="iteration", columns="rep", values=metric, aggfunc="first") \
-            if "rep" in frame.columns else frame.set_index("iteration")[[metric]]
-        curves = curves[curves.notna().all(axis=1)]  # (the iterations every repetition recorded: an earlier
-        # comparison's kept repetitions may lack one)
+        curves = _curves(frame, metric)
         runs = curves.to_numpy(np.float64)
         floor = max(converged * start, 1e-300)
         typical = np.maximum(typical_curve(runs), floor) if len(runs) >= 4 else None
@@ -677,11 +692,7 @@ def _climbing(frame, metric, means, start, one_trajectory=False, converged=CONVE
                 return (f"{metric} climbed {late[0]:.3g}x from its lowest level (iteration {late[1]}) to the end, at "
                         f"each of its last {late[2]} records and in every repetition, no slower at the end: still "
                         f"climbing at the end of the budget")
-    if SPREAD not in frame.columns or frame[SPREAD].isna().all():
-        return ""
-    ordered = frame.sort_values("iteration", kind="stable")
-    for rep, runs in ordered.groupby("rep", sort=True) if "rep" in frame.columns else [(None, ordered)]:
-        found = climbs(runs["iteration"].to_numpy(np.float64), runs[SPREAD].to_numpy(np.float64), spread_floor)
+    for rep, found in _spread_climbs(frame, spread_floor):
         if found is not None:
             where = f" in repetition {rep}" if rep is not None and frame["rep"].nunique() > 1 else ""
             return (f"{SPREAD} climbs to the end of the budget, {found[1] / found[0]:.3g}x above its lowest level past "
@@ -872,7 +883,7 @@ def _mean_of_a_few(frame, metric, start):
     at 4.78x its start", where 27 of 32 repetitions had ended at 0.43-0.46x and 5 had jumped to 5.9-94x."""
     if "rep" not in frame.columns or not (math.isfinite(start) and start > 0):
         return ""
-    ends = frame.sort_values("iteration", kind="stable").groupby("rep")[metric].last().to_numpy(np.float64)
+    ends = _ends(frame, metric)
     with np.errstate(invalid="ignore"):
         above = ends[ends > start]
     if len(ends) < 2 or not above.size or not np.median(ends) < NO_PROGRESS * start:
@@ -1016,8 +1027,6 @@ def holm(p, level=None):
     rejected below ``level`` as a lone test is). Valid under any dependence between the tests (each method's
     repetitions enter every pair it is in)."""
     if level is None:
-        from .. import report
-
         level = report.TIE_LEVEL
     level = check_positive_float(level, "level")
     if not level < 1:
@@ -1145,9 +1154,7 @@ def ranks_told(finals, scale=None, higher_is_better=False, converged=CONVERGED, 
     # told apart where the test rejects (Holm's m: every pair tested) and the gap is beyond the margin: a ratio
     # within 1.1 ties (a test of the gap beyond the margin instead had tied 61 pairs 1.1-6.8x apart at every seed,
     # whose p-values sat by Holm's bars, helper 207)
-    if margin is None:
-        from .. import report  # (read at the call, as holm reads TIE_LEVEL: the footnote says report's value)
-
+    if margin is None:  # (read at the call, as holm reads TIE_LEVEL: the footnote says report's value)
         margin = report.TIE_MARGIN
     margin = check_positive_float(margin, "margin")
     if not margin >= 1:
