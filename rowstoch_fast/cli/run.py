@@ -82,15 +82,12 @@ def _numbers_list(text):
     ``--k`` take; helper 204's ``client_steps=1,2,3,4`` had been read as text, "got shape ()"), else as text."""
     import json
 
-    parts = text.split(",")
-    if len(parts) > 1:
-        try:
-            values = [json.loads(part) for part in parts]
-        except ValueError:
-            return text.strip()
-        if all(isinstance(v, (int, float)) and not isinstance(v, bool) for v in values):
-            return values
-    return text.strip()
+    try:
+        values = json.loads(f"[{text}]")
+    except ValueError:
+        return text.strip()
+    numbers = len(values) > 1 and all(isinstance(v, (int, float)) and not isinstance(v, bool) for v in values)
+    return values if numbers else text.strip()
 
 
 def _run_config(args):

@@ -17,6 +17,12 @@ from ._rounds import _compiled_rounds, _mix_entries
 LAYERS = {}
 
 
+
+def checked_round(t, r):
+    """``(t, r)``, an iteration and a round of it, checked as every network's entry points check them (the
+    compiled draws take unsigned counts: t = -1 had met pybind11's "incompatible function arguments")."""
+    return check_int(t, "t", minimum=0, maximum=MAX_T), check_int(r, "r", minimum=0, maximum=MAX_KEY)
+
 class Network:
     """What every network of :mod:`rowstoch_fast.network` shares; see the package's docstring for the protocol.
 

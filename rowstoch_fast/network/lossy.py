@@ -10,10 +10,9 @@ import numpy as np
 
 from .._checks import check_int, check_positive_float, did_you_mean, MAX_KEY, per_node_text, per_node_values
 from ..errors import UsageError
-from .._hashing import MAX_T
 from ..mixing import MixingMatrix
 from ._rounds import _base_entries, _base_matrix, _keep_empty_rows, _materialise, _undirected_entries
-from .base import _own_draws, _under_messages, as_network, MAX_CHAIN_STEPS, Network
+from .base import _own_draws, _under_messages, as_network, checked_round, MAX_CHAIN_STEPS, Network
 from .options import (ends, node_spec, node_values, NODE_VALUES_HELP, NodeValues, Option, recorded, refused,
                       setting_key, shown, split_items)
 from .schedule import Schedule
@@ -95,7 +94,7 @@ class Lossy(Network):
         if not self.reports_arrivals:
             raise ValueError(f"{self!r}: per-message arrivals need a static matrix under the losses (a fixed set "
                              "of links), not a schedule or another network")
-        t, r = check_int(t, "t", minimum=0, maximum=MAX_T), check_int(r, "r", minimum=0, maximum=MAX_KEY)
+        t, r = checked_round(t, r)
         return ~self._lost_entries(t, r, indptr, indices, row_ids, col_ids)
 
     @property
@@ -256,7 +255,7 @@ class Lossy(Network):
         return _keep_empty_rows(csr, w) if self.stochastic == "row" else (csr, w)
 
     def matrix(self, t, r=0):
-        t, r = check_int(t, "t", minimum=0, maximum=MAX_T), check_int(r, "r", minimum=0, maximum=MAX_KEY)
+        t, r = checked_round(t, r)
         return _materialise(self, *self._entries(t, r), t, r)
 
     def __repr__(self):

@@ -9,12 +9,12 @@ import threading
 import numpy as np
 import scipy.sparse as sp
 
-from .._checks import check_int, MAX_KEY
-from .._hashing import content_round, MAX_T
+from .._checks import check_int
+from .._hashing import content_round
 from .._history import copy_rows
 from ..mixing import MixingMatrix
 from ._rounds import _mix_entries
-from .base import Network
+from .base import checked_round, Network
 
 
 class _Messages(Network):
@@ -89,7 +89,7 @@ class _Messages(Network):
         share); ``out`` may be ``X``. ``own``: a block that gets a copy of ``X`` in the same pass."""
         from .. import _core
 
-        t, r = check_int(t, "t", minimum=0, maximum=MAX_T), check_int(r, "r", minimum=0, maximum=MAX_KEY)
+        t, r = checked_round(t, r)
         src = X
         for seed, method, param, sigma, unbiased in self.encoders():
             _core.compress(src, out, method, self.message_length(X.shape[1], d), param, sigma, unbiased, seed, t, r,

@@ -12,8 +12,8 @@ from .._hashing import MAX_T, uniform_hash
 from ..errors import UsageError
 from ..mixing import MixingMatrix
 from ._rounds import _base_entries, _keep_empty_rows, _materialise, _undirected_entries, _with_diagonal
-from .base import (_own_draws, _under_messages, advance_two_state, as_network, jump_two_state, MAX_ACTIVATION_STEPS, Network,
-                   two_state_path)
+from .base import (_own_draws, _under_messages, advance_two_state, as_network, checked_round, jump_two_state,
+                   MAX_ACTIVATION_STEPS, Network, two_state_path)
 from .options import ends, node_option, node_spec, node_values, Option, recorded, refused, shown
 
 
@@ -187,7 +187,7 @@ class Sleepy(Network):
         if not self.reports_arrivals:
             raise ValueError(f"{self!r}: per-message arrivals need a static matrix under the sleep and losses (a "
                              "fixed set of links), not a schedule or another network")
-        t, r = check_int(t, "t", minimum=0, maximum=MAX_T), check_int(r, "r", minimum=0, maximum=MAX_KEY)
+        t, r = checked_round(t, r)
         if isinstance(self.base, MixingMatrix):
             arrived = np.ones(len(indices), dtype=bool)
         else:
@@ -326,7 +326,7 @@ class Sleepy(Network):
         return csr, w.astype(csr.dtype)
 
     def matrix(self, t, r=0):
-        t, r = check_int(t, "t", minimum=0, maximum=MAX_T), check_int(r, "r", minimum=0, maximum=MAX_KEY)
+        t, r = checked_round(t, r)
         return _materialise(self, *self._entries(t, r), t, r)
 
     def __repr__(self):
