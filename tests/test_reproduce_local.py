@@ -261,6 +261,10 @@ def test_the_data_s_and_the_function_s_own_arguments_are_named_as_given(tmp_path
     out.write_text("mine")
     with pytest.raises(NotADirectoryError, match=f"out_dir {re.escape(repr(str(out)))} is a file: give a folder"):
         reproduce_kgt_local_steps(str(out), **quiet)
+    from rowstoch_fast.experiments.synthetic import reproduce_pull_diag  # (the synthetic figures' folders too)
+
+    with pytest.raises(NotADirectoryError, match="is a file: give a folder"):
+        reproduce_pull_diag(str(out), log=lambda *a: None)
     assert out.read_text() == "mine"
     with pytest.raises(TypeError, match="finals must be a DataFrame of the runs' finals"):
         kgt_local_steps_verdicts(None, (1, 2), (5.0,))

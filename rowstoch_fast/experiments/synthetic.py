@@ -15,8 +15,8 @@ from ..objectives import NonconvexLogistic
 from ..protocol import a_protocol, pull_diag
 from ..runner import Algorithm, run
 from ._common import (COMPARE_RULE, DATA_SEED, FINAL_WINDOW, SLOPE_TOLERANCE, _plt, _save, _stop_if,
-                      _stopped, _write_verdict, compare_windows, other_data, window_by_repeat, window_means,
-                      window_stats, write_histories, writes_before_sigterm)
+                      _stopped, _write_verdict, compare_windows, make_out_dir, other_data, window_by_repeat,
+                      window_means, window_stats, write_histories, writes_before_sigterm)
 
 #: Learning rates of the paper's linear-speedup figure on exponential graphs (shared/paper_graphs.md).
 LINEAR_SPEEDUP_LR = {1: 5e-2, 2: 2.6e-2, 8: 6.4e-3, 16: 3e-3, 128: 4e-4, 512: 1e-4}
@@ -95,7 +95,7 @@ def reproduce_pull_diag(out_dir, iterations=100, d=4, seed=0, log=print):
 
     Returns a dict ``graph -> (beta, kappa, final Pull-Diag error, final A-protocol error)``.
     """
-    os.makedirs(out_dir, exist_ok=True)
+    make_out_dir(out_dir)
     graphs = {"exponential": topology.exponential(16), **topology.paper_graphs()}
     Z = np.random.default_rng(seed).standard_normal((16, d))
     curves, table = {}, {}
@@ -297,7 +297,7 @@ def reproduce_linear_speedup(out_dir, iterations=None, repeats=20, graphs=("expo
                      else LINEAR_SPEEDUP_SIZES[g] if sizes is None else sizes) for g in graphs}
     built = {(g, n): topology.exponential(n) if g == "exponential" else topology.paper_ring(n)  # bad sizes: refused
              for g in graphs for n in plan[g]}  # before anything runs
-    os.makedirs(out_dir, exist_ok=True)
+    make_out_dir(out_dir)
     histories, finals, spreads, info, per_repeat = {}, {g: {} for g in graphs}, {}, {}, {}
     interrupted, error = False, None
     total_runs = sum(len(v) for v in plan.values())
@@ -444,7 +444,7 @@ def reproduce_multi_gossip(out_dir, communication_rounds=2000, repeats=5, rounds
     diverged).
     """
     rounds = check_rounds(rounds, communication_rounds)
-    os.makedirs(out_dir, exist_ok=True)
+    make_out_dir(out_dir)
     f = NonconvexLogistic.synthetic(16, total=total, batch=batch, seed=data_seed)
     graphs = topology.paper_graphs()
     finals, histories = {}, {}
