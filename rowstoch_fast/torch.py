@@ -70,6 +70,15 @@ def as_tensor(X):
         return torch.from_numpy(arr)
 
 
+def _same_points(params, asked):
+    """Whether ``params`` still hold the points ``asked`` (copied into them): the same values, NaN where they were
+    NaN (a diverged step's), in ``params``' dtype and device."""
+    torch = _torch()
+    with torch.no_grad():
+        asked = asked.to(device=params.device, dtype=params.dtype)
+        return torch.equal(params, asked) or bool(((params == asked) | (params.isnan() & asked.isnan())).all())
+
+
 def from_tensor(T, like=None):
     """``T`` as an array of the kind of ``like`` (no copy): NumPy for a CPU tensor, CuPy (DLPack) for a CUDA
     tensor or when ``like`` is a CuPy array; a torch ``like`` gets the tensor itself."""
@@ -816,22 +825,25 @@ def _optimizer_class():
         def _ask(self):
             X = self.inner.ask()
             params = self.replicas.params
+            asked = as_tensor(X).reshape(params.shape)
             with torch.no_grad():
-                params.copy_(as_tensor(X).reshape(params.shape))
+                params.copy_(asked)
             self._written = getattr(params, "_version", None)  # (torch counts in-place changes: one by the user
             # shows as another count)
+            self._asked_view = asked  # (on X's memory: an edit through .data, which torch does not count, shows
+            # as other values)
 
         def _points_kept(self, where):
             """Whether ``replicas.params`` still hold the points the optimizer wrote; where they were changed
             (:meth:`Replicas.set_params`, an in-place edit), restart from them before the first step and say
             whether the points it asks are theirs, else a RuntimeError (its iterates would not see them)."""
             params = self.replicas.params
-            if getattr(params, "_version", None) == self._written:
+            if getattr(params, "_version", None) == self._written and _same_points(params, self._asked_view):
                 return True
             if not self._fresh:
-                raise RuntimeError(f"{where}: replicas.params were changed since step() set them (set_params, or an "
-                                   "in-place edit such as loading weights): the package's optimizer holds its "
-                                   "iterates and would not see the change; set the weights before the first step(), "
+                raise RuntimeError(f"{where}: replicas.params were changed since step() set them (set_params, "
+                                   "an in-place edit such as loading weights, or one through .data): the package's "
+                                   "optimizer holds its iterates and would not see the change; set the weights before the first step(), "
                                    "or build a new DecentralizedOptimizer from the edited replicas")
             before = params.detach().clone()
             self.inner = self._make()  # (restarted from the weights set)

@@ -1013,6 +1013,36 @@ def test_weights_set_before_the_first_step_restart_the_optimizer_and_later_edits
     assert fed.iteration == 1
 
 
+def test_edits_through_data_are_seen_as_any_other(linear_problem):
+    """An edit through ``params.data`` (which torch's version counter does not count) went unnoticed: weights
+    loaded that way before the first step were dropped, and after it the optimizer stepped its own iterates as if
+    nothing had changed. NaN points a diverged step wrote are the points it asked, not an edit."""
+    from rowstoch_fast.torch import DecentralizedOptimizer
+
+    model, X, y, n_in, n_out = linear_problem
+    n, lr = len(X), 0.1
+    A = topology.exponential(n)
+    inputs, labels = torch.as_tensor(X), torch.as_tensor(y)
+    reps = Replicas(model, n=n)
+    opt = DecentralizedOptimizer(reps, "dsgd", A, lr=lr)
+    start = np.random.default_rng(4).normal(size=reps.params.shape)
+    reps.params.data.copy_(torch.as_tensor(start))  # (pretrained weights, the old way)
+    opt.zero_grad()
+    reps.losses(reps(inputs), labels).sum().backward()
+    opt.step()
+    want = A.toarray() @ (start - lr * _softmax_grad(start, X, y, n_in, n_out))
+    np.testing.assert_allclose(reps.params.detach().numpy(), want, rtol=1e-12, atol=1e-14)
+    reps.params.data.mul_(0.5)
+    with pytest.raises(RuntimeError, match=r"zero_grad\(\): replicas.params were changed .*through .data"):
+        opt.zero_grad()
+    nan = DecentralizedOptimizer(Replicas(model, n=n), "dsgd", A, lr=lr, check_finite=False)
+    nan.zero_grad()
+    nan.replicas.params.grad = torch.full_like(nan.replicas.params, np.nan)
+    nan.step()
+    assert torch.isnan(nan.replicas.params).all()
+    nan.zero_grad()  # (the NaN points it wrote: no edit)
+
+
 def test_the_torch_style_optimizer_refuses_a_stale_gradient_and_another_parameter_group(linear_problem):
     from rowstoch_fast.torch import DecentralizedOptimizer
 
