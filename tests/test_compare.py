@@ -4443,6 +4443,44 @@ def test_cli_compare_resumes_an_interrupted_comparison(tmp_path, monkeypatch, ca
     pd.testing.assert_frame_equal(more[cols], three[cols])
 
 
+@pytest.mark.parametrize("damage", ["half", "garbage"])
+def test_a_damaged_evaluation_checkpoint_is_set_aside_on_resume(tmp_path, monkeypatch, capsys, damage):
+    """An interrupted evaluation whose checkpoint was cut to half its size (or overwritten by something else) made
+    ``--resume`` exit 2 ("cannot read checkpoint"; helper 214), where the guide says a damaged checkpoint is set
+    aside and its run made again: the run starts again, and the records equal an uninterrupted comparison's."""
+    from rowstoch_fast import cli
+    from rowstoch_fast.algorithms import _base
+
+    out = tmp_path / "cmp"
+    args = ["compare", "--topology", "exponential", *SMALL, "--algorithms", "dsgd,sgp", "--rounds-budget", "200",
+            "--repeats", "2", "--lr", "0.05", "--jobs", "1", "--format", "none"]
+    calls = [0]
+
+    def interrupting(real):
+        def interrupted(self, *a, **kw):
+            if self.name == "sgp":
+                calls[0] += 1
+                if calls[0] == 80:
+                    raise KeyboardInterrupt
+            return real(self, *a, **kw)
+        return interrupted
+
+    for name in ("_gradient", "_gradient_read"):
+        monkeypatch.setattr(_base.Optimizer, name, interrupting(getattr(_base.Optimizer, name)))
+    assert cli.main(args + ["--out", str(out)]) == 130
+    monkeypatch.undo()
+    checkpoint = out / "checkpoints" / "exponential" / "sgp.npz"
+    data = checkpoint.read_bytes()
+    checkpoint.write_bytes(data[:len(data) // 2] if damage == "half" else b"not a checkpoint" * 10)
+    capsys.readouterr()
+    assert cli.main(["compare", "--resume", str(out), "--no-progress"]) == 0
+    assert "sgp: its checkpoint is damaged: set aside, run again" in capsys.readouterr().out
+    assert cli.main(args + ["--out", str(tmp_path / "direct")]) == 0
+    resumed, direct = pd.read_csv(out / "compare.csv"), pd.read_csv(tmp_path / "direct" / "compare.csv")
+    cols = ["algorithm", "iteration", "rep", "grad_norm_mean", "consensus_error", "status"]
+    pd.testing.assert_frame_equal(resumed[cols], direct[cols])
+
+
 def test_a_sigterm_while_the_outputs_are_written_leaves_them_whole(tmp_path, monkeypatch, capsys):
     """A scheduler's SIGTERM while a resumed comparison (grown to 2 repetitions) drew its figure ended it there:
     new tables beside the earlier figure, and settings that still said 1 repetition. The outputs are written

@@ -294,6 +294,9 @@ def _repetitions(plan, method, lr, first, stop, progress, resume=None, counted=F
     divergence and growth of any. The runs stop at one interrupted (a Ctrl-C between two of them: the finished
     ones, interrupted)."""
     iterations = method.iterations(plan.budget)
+    if resume is not None and not _readable(resume):  # (a damaged checkpoint: the run again from its start, as
+        # the tuner's stages; the runner writes the new one over it)
+        resume = None
     if resume is not None:
         _check_rate(resume, method, lr)
     runs = [(r, 1) for r in range(first, stop)] if draws(plan.network) else [(first, stop - first)] * (stop > first)
@@ -321,6 +324,19 @@ def _repetitions(plan, method, lr, first, stop, progress, resume=None, counted=F
                 meta = {**meta, "interrupted_repetition": [r, stop]}
             break
     return frames, {**meta, **{key: value for key, value in seen.items() if value}}
+
+
+def _readable(path):
+    """Whether the checkpoint ``path`` reads whole (every array of its archive): one cut short or overwritten by
+    something else is set aside (helper 214: a checkpoint cut to half its size had made ``--resume`` exit 2)."""
+    try:
+        with open(path, "rb") as fh, np.load(fh, allow_pickle=False) as archive:  # (our handle: np.load leaks its
+            # own where the archive is damaged)
+            for key in archive.files:
+                archive[key]
+    except DAMAGED:
+        return False
+    return True
 
 
 def _check_rate(path, method, lr):
@@ -371,7 +387,10 @@ def _evaluate(plan, method, lr, log, progress):
             first, stop, checkpoint = _resumed(plan, method, earlier, stop)
             what = f"{method.label}: " + ("" if not first else f"repetition {first} " if stop == first + 1 else
                                           f"repetitions {first} .. {stop - 1} ")
+            damaged = checkpoint is not None and not _readable(checkpoint)
+            checkpoint = None if damaged else checkpoint
             log(what + ("resumed from its checkpoint" if checkpoint else
+                        "its checkpoint is damaged: set aside, run again" if damaged else
                         "no checkpoint: run again" if first == int(earlier["rep"].max()) or first == 0 else "run"))
             kept = earlier[earlier["rep"] < first]
             more, meta = _repetitions(plan, method, lr, first, stop, progress, resume=checkpoint,
