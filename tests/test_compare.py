@@ -2055,6 +2055,30 @@ def test_earlier_records_that_are_not_whole_are_refused():
         cmp.compare(A, f, "dsgd", 40, repeats=3, previous=cut, **kw)
 
 
+def test_a_compare_csv_cut_mid_row_is_refused_on_resume(tmp_path, capsys):
+    """Helper 214: compare.csv cut 40 bytes before its end (inside the last row's gradient_evaluations: 3602400
+    read as 360, the columns after it empty but for none the check read) was resumed with exit 0, the count kept.
+    A file whose last row has no line end is refused, naming compare.csv; so is a row with no status."""
+    from rowstoch_fast import cli
+
+    out = tmp_path / "cmp"
+    args = ["compare", "--topology", "exponential", *SMALL, "--algorithms", "dsgd", "--rounds-budget", "20",
+            "--repeats", "2", "--lr", "0.05", "--jobs", "1", "--format", "none", "--no-progress"]
+    assert cli.main(args + ["--out", str(out)]) == 0
+    whole = (out / "compare.csv").read_bytes()
+    (out / "compare.csv").write_bytes(whole[:-40])
+    capsys.readouterr()
+    assert cli.main(["compare", "--resume", str(out), "--no-progress"]) == 2
+    err = capsys.readouterr().err
+    assert "its compare.csv cannot be read (its last row has no line end: it was cut mid-row" in err
+    A, f = topology.exponential(6), Quadratic.random(6, 3, seed=2)
+    kw = dict(lr=0.05, progress=False, points=6)
+    frame = cmp.compare(A, f, "dsgd", 40, repeats=3, **kw)
+    frame.loc[frame.index[-1], "status"] = np.nan
+    with pytest.raises(ValueError, match=r"not whole \(empty status in a row\)"):
+        cmp.compare(A, f, "dsgd", 40, repeats=3, previous=frame, **kw)
+
+
 def test_the_rounding_floor_scales_with_the_problem_and_the_tuner_reads_it(tmp_path):
     """Helper 169: with the iterates' scale at least 1, the floor was absolute: least squares scaled by 1e-12 (its
     dynamics the same, scaled) ran off from 1.3e-13 to 2.4e-12 `ok`, and the tuner chose a rate the unscaled problem

@@ -618,6 +618,19 @@ _GROWING = "growing_to"
 _KEEP = object()  # (_update_experiment's growing not given: the note left as it is)
 
 
+def _whole_lines(path):
+    """``path``, or a ValueError where its last line has no end: compare.csv is written whole, each row ending in a
+    newline; one cut mid-row can leave a row that reads as numbers (3602400 cut to 360: helper 214)."""
+    with open(path, "rb") as fh:
+        fh.seek(0, os.SEEK_END)
+        if fh.tell():
+            fh.seek(-1, os.SEEK_END)
+            if fh.read(1) not in (b"\n", b"\r"):
+                raise ValueError("its last row has no line end: it was cut mid-row (remove compare.csv and resume "
+                                 "to run its methods again)")
+    return path
+
+
 def _read_resumed_comparison(args):
     """``--resume DIR``: the settings of the comparison in DIR (its experiment.json) become the options, and its
     records (compare.csv) what is kept; returns its ``{algorithm: settings}``. Settings edited in experiment.json
@@ -656,8 +669,8 @@ def _read_resumed_comparison(args):
                          "rounds_budget and repeats): it is not the --out folder of a comparison")
     algorithms = saved.get("algorithms") or {}
     records = os.path.join(folder, "compare.csv")  # (none yet: killed before any method finished)
-    previous = read("compare.csv", lambda path: pd.read_csv(path, **exact)) if os.path.isfile(records) \
-        else pd.DataFrame()
+    previous = read("compare.csv", lambda path: pd.read_csv(_whole_lines(path), **exact)) \
+        if os.path.isfile(records) else pd.DataFrame()
     if os.path.isfile(os.path.join(folder, "lr.json")):  # (the kept methods' tuning records: written on with theirs)
         args.previous_tuning = read("lr.json", read_json)
     elif len(previous) and "tuned" in set(previous.get("lr_source", pd.Series(dtype=object)).astype(str)):

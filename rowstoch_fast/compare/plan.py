@@ -296,8 +296,9 @@ def _settings(method):
     return out
 
 
-#: Columns of a comparison's records that are never missing (a row cut mid-way leaves them empty).
-_BOOKKEEPING = ("iteration", "rep", "communication_rounds", "messages", "bytes", "gradient_evaluations")
+#: Columns of a comparison's records that are never missing (a row cut mid-way leaves them empty; the status is
+#: written last but for the diagnosis).
+_BOOKKEEPING = ("iteration", "rep", "communication_rounds", "messages", "bytes", "gradient_evaluations", "status")
 
 
 def _check_whole(label, part):
