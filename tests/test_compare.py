@@ -4619,9 +4619,10 @@ def test_signals_held_hand_on_the_signal_after_the_block_and_an_error_before_it(
     assert signal.getsignal(signal.SIGINT) is signal.default_int_handler
 
 
-def test_cli_compare_writes_what_finished_before_an_error(tmp_path, monkeypatch, capsys):
+@pytest.mark.parametrize("fmt", ["none", "pdf"])
+def test_cli_compare_writes_what_finished_before_an_error(tmp_path, monkeypatch, capsys, fmt):
     """An error in the second algorithm's run: the first one's records go to --out before the error is reported
-    (one line, exit 2)."""
+    (one line, exit 2), with the figures --format asks for (a PNG had been drawn whatever it said: helper 214)."""
     from rowstoch_fast import cli
 
     real, calls = NonconvexLogistic.stochastic_gradient, [0]
@@ -4635,11 +4636,12 @@ def test_cli_compare_writes_what_finished_before_an_error(tmp_path, monkeypatch,
     monkeypatch.setattr(NonconvexLogistic, "stochastic_gradient", flaky)
     code = cli.main(["compare", "--n", "8", "--total", "1600", "--batch", "20", "--algorithms", "dsgd,sgp", "--lr",
                      "0.01", "--rounds-budget", "20", "--repeats", "1", "--out", str(tmp_path), "--no-progress",
-                     "--jobs", "1"])
+                     "--jobs", "1", "--format", fmt])
     err = capsys.readouterr().err
     assert code == 2 and "the data server went away" in err
     assert f"the algorithms that finished before the error are in {tmp_path / 'compare.csv'}" in err
     assert list(pd.read_csv(tmp_path / "compare.csv")["algorithm"].unique()) == ["dsgd"]
+    assert sorted(p.name for p in tmp_path.glob("compare.p*")) == ([] if fmt == "none" else ["compare.pdf"])
 
 
 EXPERIMENT = """
@@ -5122,6 +5124,31 @@ def test_a_folder_holding_only_a_killed_comparisons_temporaries_is_empty(tmp_pat
     (folder / f"experiment.json.tmp-{os.getpid()}").write_text("{")  # (a live writer's)
     with pytest.raises(outputs.FolderInUse, match="is not empty"):
         outputs.ComparisonFolder(folder)
+
+
+def test_a_users_folder_is_refused_without_advice_to_resume_and_overwrite_clears_every_figure(tmp_path):
+    """Helper 214: a folder holding a user's README was refused with "continue that comparison with --resume",
+    which then found no experiment.json; and --overwrite into an earlier --live comparison's folder left its
+    live.png beside the new results. A folder with no comparison says so; --overwrite removes the comparison's
+    figures, live.* too, and nothing of the user's (a folder named like one of them included)."""
+    from rowstoch_fast.compare import outputs
+
+    folder = tmp_path / "mine"
+    folder.mkdir()
+    (folder / "README").write_text("hi")
+    with pytest.raises(outputs.FolderInUse, match=r"holds no comparison \(no experiment.json\): choose an empty") \
+            as refused:
+        outputs.ComparisonFolder(folder)
+    assert "--resume" not in str(refused.value)
+    (folder / "experiment.json").write_text("{}")
+    with pytest.raises(outputs.FolderInUse, match="continue that comparison with --resume"):
+        outputs.ComparisonFolder(folder)
+    for name in ("live.png", "live.pdf", "compare.png", "tuning-ring.png"):
+        (folder / name).write_text("old")
+    (folder / "tuning_notes").mkdir()
+    with outputs.ComparisonFolder(folder, overwrite=True):
+        pass
+    assert sorted(p.name for p in folder.iterdir()) == ["README", "tuning_notes"]
 
 
 def test_two_comparisons_taking_over_a_stale_lock_at_once_do_not_both_get_it(tmp_path, monkeypatch):

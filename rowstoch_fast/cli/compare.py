@@ -354,7 +354,7 @@ def _compare(args):
                         if live is not None:
                             live.flush()
                         _write_finished_comparison(frames, getattr(exc, "frame", None), labelled, args, root,
-                                                   metrics, problems)
+                                                   metrics, problems, x_axis[0], formats)
                         raise
             except (ValueError, TypeError, RuntimeError) as exc:
                 raise UsageError(_as_options(str(exc), _COMPARE_OPTIONS)) from exc
@@ -953,14 +953,16 @@ def _figure_title(args, graph, ns, n):
     return f"{said} (n = {n}, {weights}), {_objective_words(args)}, {network_options.words(ns)}"
 
 
-def _write_finished_comparison(frames, partial, labelled, args, root, metrics, problems):
-    """Before a comparison's error is reported: the settings that finished and the algorithms of this one."""
+def _write_finished_comparison(frames, partial, labelled, args, root, metrics, problems, x, formats):
+    """Before a comparison's error is reported: the settings that finished and the algorithms of this one, in the
+    figure formats and on the x axis asked for (``x``, ``formats``: a PNG in rounds had been drawn whatever
+    ``--format`` and ``--x`` said, helper 214)."""
     if partial is not None and len(partial):
         frames = frames + [labelled(partial)]
     if frames and root:
         from ..compare import write_outputs
 
         with signals_held():  # (written together, as a finished comparison's are)
-            write_outputs(frames, args.out, metrics, "rounds", ["png"], caption=_caption(args, problems),
+            write_outputs(frames, args.out, metrics, x, formats, caption=_caption(args, problems),
                           kept=_not_reached(args, frames))
         _error(f"the algorithms that finished before the error are in {os.path.join(args.out, 'compare.csv')}")

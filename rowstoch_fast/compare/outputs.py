@@ -191,9 +191,13 @@ class ComparisonFolder(FolderLock):
                 self.remove_stale_temporaries()
                 found = [name for name in sorted(os.listdir(self.path)) if name != LOCK]
             if found and not (resume or overwrite):
-                raise FolderInUse(f"{option} {self.path!r} is not empty (it holds {', '.join(found[:4])}"
-                                  f"{', ...' if len(found) > 4 else ''}): continue that comparison with --resume, "
-                                  f"replace its results with --overwrite, or choose another folder")
+                held = f"it holds {', '.join(found[:4])}{', ...' if len(found) > 4 else ''}"
+                if "experiment.json" in found:
+                    raise FolderInUse(f"{option} {self.path!r} is not empty ({held}): continue that comparison with "
+                                      "--resume, replace its results with --overwrite, or choose another folder")
+                raise FolderInUse(f"{option} {self.path!r} is not empty ({held}) and holds no comparison (no "
+                                  "experiment.json): choose an empty or new folder, or --overwrite to write the "
+                                  "comparison beside what it holds (only a comparison's own files are replaced)")
             if overwrite and not resume:
                 self._clear()
             self.remove_stale_temporaries()
@@ -217,8 +221,11 @@ class ComparisonFolder(FolderLock):
             path = os.path.join(self.path, name)
             if os.path.isfile(path):
                 os.remove(path)
-        for path in glob.glob(os.path.join(self.path, "compare.*")) + glob.glob(os.path.join(self.path, "tuning*")):
-            os.remove(path)
+        for pattern in ("compare.*", "tuning*", "live.*"):  # (the figures: a --live comparison's live.png had
+            # stayed beside the new results, helper 214; a user's folder named so stays)
+            for path in glob.glob(os.path.join(self.path, pattern)):
+                if os.path.isfile(path):
+                    os.remove(path)
         # the checkpoints the comparison wrote (and their temporaries), then the folders left empty: a file of
         # the user's in checkpoints/ had gone with the folder (helper 192)
         for root, folders, names in os.walk(os.path.join(self.path, "checkpoints"), topdown=False):
