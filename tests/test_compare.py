@@ -2570,7 +2570,7 @@ def test_the_tracker_hint_points_to_loss_robust_methods_where_messages_are_lost(
         return diagnosis.split("; its tracker", 1)[1]
 
     lossy = hint(lossy=True, loses=True)
-    assert "3.9e+04" in lossy and "robust-gradient-push, r-fast" in lossy and "push family" not in lossy
+    assert "3.9e+04" in lossy and "r-fast, robust-gradient-push" in lossy and "push family" not in lossy
     assert "perron" not in lossy and "mg-" not in lossy  # (more rounds of matrices that differ are no cure)
     # a method that tracks gradients: the offset its tracking keeps where the rounds' matrices differ, whatever the
     # status (helper 172), not the static graph's scales
@@ -2581,7 +2581,7 @@ def test_the_tracker_hint_points_to_loss_robust_methods_where_messages_are_lost(
         assert said[0] == status, said
         assert "this network loses messages, so each round's matrix differs, and the tracked gradients keep an " \
                "offset from the first rounds" in said[1] and "3.9e+04" not in said[1], said
-        assert "try a loss-robust method (robust-gradient-push, r-fast" in said[1], said
+        assert "try a loss-robust method (r-fast, robust-gradient-push" in said[1], said
     # (but a given rate that diverged: a rate too large, as on a graph whose tuned rates end ok: helper 174)
     given = verdict.status_of(frame.assign(grad_norm_mean=[1.0, 1e3, np.inf]), "grad_norm_mean", {},
                               context={"tracker_peak": 3.9e4, "lossy": True, "loses": ["loses messages"],
@@ -6229,7 +6229,7 @@ def test_a_method_that_pushes_mass_and_fails_on_a_lossy_network_is_told_of_the_l
     status, why = verdict.status_of(frame, "suboptimality", {}, context=context, **kw)
     assert status == "no-progress" and why.endswith(
         "at lr 0.3; this network loses messages, and each lost message takes the mass it pushes (a column-stochastic "
-        "matrix): try a loss-robust method (robust-gradient-push, r-fast)"), why
+        "matrix): try a loss-robust method (r-fast, robust-gradient-push)"), why
     quiet = verdict.status_of(frame, "suboptimality", {}, context={**context, "pushes": False}, **kw)[1]
     assert "loss-robust" not in quiet and quiet.endswith("at lr 0.3; this network loses messages")  # (the losses
     # named beside any failed run's line, once)
@@ -6237,6 +6237,32 @@ def test_a_method_that_pushes_mass_and_fails_on_a_lossy_network_is_told_of_the_l
     starved = {"diverged": {"message": "weights drained (use a loss-robust method, robust-gradient-push or r-fast)",
                             "iteration": 5}}
     assert verdict.status_of(frame, "suboptimality", starved, context=context, **kw)[1].count("loss-robust") == 1
+
+
+def test_a_hint_suggests_only_the_loss_robust_methods_that_run_on_the_problem(tmp_path):
+    """Helper 212: SONATA on a lasso problem over a sleepy ring was told to "try a loss-robust method
+    (robust-gradient-push, r-fast)", which have no proximal step and are refused there. The hint names those that
+    run on the problem, or says that none does; a comparison's context knows which."""
+    rows = [(k, rep, 1.0 if k == 0 else 0.8) for rep in range(2) for k in (0, 10)]
+    frame = pd.DataFrame(rows, columns=["iteration", "rep", "suboptimality"])
+    kw = dict(lr=0.3, lr_source="given", iterations=10)
+    context = {"loses": ["loses messages"], "pushes": True, "robust": lambda: []}
+    why = verdict.status_of(frame, "suboptimality", {}, context=context, **kw)[1]
+    assert why.endswith("(a column-stochastic matrix): no loss-robust method (r-fast, robust-gradient-push) runs "
+                        "on this problem"), why
+    why = verdict.status_of(frame, "suboptimality", {}, context={**context, "robust": ["r-fast"]}, **kw)[1]
+    assert why.endswith("try a loss-robust method (r-fast)"), why
+    from rowstoch_fast import composite
+    from rowstoch_fast.compare.method import _context
+    from rowstoch_fast.network import Sleepy
+
+    A = Sleepy(topology.ring(8, directed=False, weights="metropolis"), 0.8)
+    lasso = LeastSquares.synthetic(8, samples_per_node=4, d=3, seed=0) + composite.L1(0.1)
+    plan = cmp.make_plan(A, lasso, ["sonata"], 20, lr=0.01, repeats=1)
+    assert _context(plan, plan.methods[0])["robust"]() == []
+    plain = cmp.make_plan(A, LeastSquares.synthetic(8, samples_per_node=4, d=3, seed=0), ["push-pull"], 20, lr=0.01,
+                          repeats=1)
+    assert _context(plain, plain.methods[0])["robust"]() == ["r-fast", "robust-gradient-push"]
 
 
 def test_a_mean_raised_by_a_few_repetitions_says_so():

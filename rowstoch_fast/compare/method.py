@@ -12,7 +12,7 @@ import numpy as np
 
 from ..errors import DivergenceError, NetworkIgnoredWarning
 from ..network import Network, draws, effects_of, losses_of, redrawn, source_of
-from ..runner import BELOW_OPTIMUM_WORDS, run
+from ..runner import BELOW_OPTIMUM_WORDS, check_takes, run
 from .tuning import (DAMAGED, UNTUNABLE, NoStableRate, converged_for, exact_tuning, forget_stages, spread_floor,
                      tune)
 from .verdict import NEXT_STABLE, RETRIED, cause, clauses, family_members, next_stable, status_of
@@ -32,6 +32,19 @@ class Outcome:
     lr: float
     lr_source: str
     tuning: dict = None
+
+
+def _runs_on(plan, name):
+    """Whether the registry's ``name`` runs on ``plan``'s network and objective (a proximal problem needs a
+    proximal method; a per-sample method, a finite sum)."""
+    from ..algorithms import REGISTRY
+
+    cls = REGISTRY[name]
+    try:
+        check_takes(cls, plan.objective)
+    except ValueError:
+        return False
+    return bool(cls.applies_to(plan.network))
 
 
 def _context(plan, method):
@@ -56,7 +69,9 @@ def _context(plan, method):
            "pushes": "C" in REGISTRY[method.method].matrices and "loss-robust" not in REGISTRY[method.method].family,
            # (those that run on this network, asked for only where a run failed under compression)
            "for_compression": lambda: [name for name in family_members("compressed")
-                                       if REGISTRY[name].applies_to(plan.network)]}
+                                       if REGISTRY[name].applies_to(plan.network)],
+           # (the loss-robust methods a hint may suggest: those that run on this network and objective)
+           "robust": lambda: [name for name in family_members("loss-robust") if _runs_on(plan, name)]}
     cls = REGISTRY[method.method]
     if cls.push_sum_weights and cls.per_link_state and out["loses"] and not _noisy(plan.network):  # (noise on
         # the running sums reaches the weights, which may go below 0 for that: not what the replay's line explains)

@@ -235,9 +235,8 @@ def _tracker_hint(context, status=None, lr_source=None):
         return ("; its tracker's D_t is the diagonal of the product of the rounds' matrices since iteration 0, and "
                 f"gradient tracking is exact only where they do not change: {why}, so each round's matrix differs, "
                 "and the tracked gradients keep an offset from the first rounds (where 1/[D_t]_ii is largest) that "
-                "no later round removes: the models drift by about lr times it, whatever the rate; try a "
-                "loss-robust method (robust-gradient-push, r-fast; the other push-sum methods lose mass with every "
-                "lost message)")
+                "no later round removes: the models drift by about lr times it, whatever the rate; "
+                + _robust_try(context, "the other push-sum methods lose mass with every lost message"))
     if context.get("tracker_peak") and context.get("schedule"):  # (one matrix's scales would mislead: helper 158's
         # "1/min(pi) = 423" was the first of three matrices', and the same graph held still ran ok)
         if status not in ("no-progress", "unstable"):  # (a rate that blew up: the schedule is not why)
@@ -254,17 +253,32 @@ def _tracker_hint(context, status=None, lr_source=None):
     lossy = context.get("lossy")
     why = f"this network {' and '.join(loses)}; " if isinstance(loses, (list, tuple)) else ""
     sleeps = isinstance(loses, (list, tuple)) and any("sleep" in phrase for phrase in loses)
-    other = (f"a loss-robust method (robust-gradient-push, r-fast: {why}a push-sum method loses mass with every lost "
-             f"message{', and heavy sleep drains even theirs' if sleeps else ''})" if loses
-             else "an algorithm of the push family")
+    other = (_robust_try(context, f"{why}a push-sum method loses mass with every lost message"
+                         f"{', and heavy sleep drains even theirs' if sleeps else ''}") if loses
+             else "try more gossip rounds (mg-, --mg-rounds) or an algorithm of the push family")  # (where the
+    # rounds' matrices differ, more rounds of them are no cure: helper 172)
     scale = (f"1/[A^k]_ii, up to {_fmt(peak)} on this graph before it settles at 1/min(pi) = {_fmt(limit)}"
              if peak > 1.5 * limit else
              f"1/[A^k]_ii, up to {_fmt(peak)} on this graph (1/min(pi) = {_fmt(limit)})" if peak > limit else
              f"1/[A^k]_ii -> 1/min(pi) = {_fmt(limit)} on this graph")
-    more = "" if loses else "more gossip rounds (mg-, --mg-rounds) or "  # (where the rounds' matrices differ,
-    # more rounds of them are no cure: helper 172)
-    return (f"; its tracker scales node gradients by {scale}: try {more}{other}" + ("" if lossy else
+    return (f"; its tracker scales node gradients by {scale}: {other}" + ("" if lossy else
                                                                                  " (or --tracker perron)"))
+
+
+def _robust_try(context, why=""):
+    """The loss-robust methods a hint suggests (``why``: the reason, after a colon): those that run on this problem
+    (``context["robust"]``: their names, or a function that gives them; all of the family where the context does
+    not say), or, where none does, that none runs here (helper 212: SONATA on a lasso problem over a sleepy ring had
+    been told to try robust-gradient-push and r-fast, which take no proximal step and were refused there)."""
+    names = context.get("robust")
+    names = names() if callable(names) else names
+    family = family_members("loss-robust")
+    if names is None:
+        names = family
+    if names:
+        return f"try a loss-robust method ({', '.join(names)}{': ' + why if why else ''})"
+    return (f"no loss-robust method ({', '.join(family)}) runs on this problem"
+            + (f" ({why})" if why else ""))
 
 
 def family_members(word):
@@ -561,7 +575,7 @@ def _push_hint(context, diagnosis):
     if not context.get("pushes") or not loses or "loss-robust" in diagnosis:
         return ""
     return (f"; this network {' and '.join(loses)}, and each lost message takes the mass it pushes (a column-"
-            f"stochastic matrix): try a loss-robust method (robust-gradient-push, r-fast)")
+            f"stochastic matrix): {_robust_try(context)}")
 
 
 def _stranded_hint(context, diagnosis, frame, metric):
