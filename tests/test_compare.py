@@ -1599,6 +1599,48 @@ def test_a_late_steep_climb_in_every_repetition_is_unstable():
     assert verdict._late_climb(it.astype(float), runs, np.median(runs, axis=1)) is not None
 
 
+def test_a_climb_in_every_repetition_is_unstable_and_one_that_settles_at_a_level_is_not():
+    """Helper 212: Pull-Diag-GT at 0.0562 on an exponential graph of 16 whose nodes sleep with probability 0.3 (the
+    records below, 300 rounds) climbed 2.6x, 17.9x and 7.1x from its repetitions' lowest levels, steadily (over
+    1,200 rounds it ends at 4.2x its start), and was ``ok``: its repetitions' levels far apart (the tenfold of the
+    climb factor), their median's rises too few for the ramp; the same run at 0.0316 read ``unstable``. A climb in
+    every one of three repetitions or more, from a lowest level in the first half, twofold, rising in most levels and
+    on a line in the logarithm, is ``unstable``; that rule does not fire where one repetition stays down (the
+    median of the others may still ramp), nor where the repetitions settle at a level approached from below (a
+    delayed AugDGM's bias level, 0.04 -> 0.43-0.84 then flat)."""
+    it = np.arange(0, 301, 12)
+    runs = np.array([
+        [0.147, 0.0066, 0.00304, 0.00317, 0.00473, 0.006, 0.00475, 0.00415, 0.00511, 0.00645, 0.00634, 0.0077, 0.00885,
+         0.00881, 0.00947, 0.0171, 0.0179, 0.0264, 0.037, 0.0417, 0.0438, 0.0514, 0.0581, 0.0628, 0.0613, 0.0678],
+        [0.147, 0.016, 0.00816, 0.00827, 0.0102, 0.00907, 0.00684, 0.00851, 0.0113, 0.0103, 0.0122, 0.0139, 0.0173,
+         0.0147, 0.0147, 0.0137, 0.0131, 0.0153, 0.0134, 0.0135, 0.0153, 0.0141, 0.017, 0.0203, 0.0205, 0.0228],
+        [0.147, 0.00873, 0.01, 0.0136, 0.0121, 0.0122, 0.0137, 0.0144, 0.0165, 0.0179, 0.0227, 0.0263, 0.0323, 0.0361,
+         0.0346, 0.041, 0.0392, 0.0362, 0.0382, 0.0481, 0.0393, 0.0417, 0.0481, 0.0495, 0.0629, 0.0671]]).T
+
+    def frame(values, x=it):
+        rows = [(k, rep, v) for rep in range(values.shape[1]) for k, v in zip(x, values[:, rep])]
+        return pd.DataFrame(rows, columns=["iteration", "rep", "suboptimality"])
+
+    status, why = verdict.status_of(frame(runs), "suboptimality", {}, lr=0.0562, lr_source="given", iterations=300)
+    assert status == "unstable" and why.startswith(
+        "suboptimality climbed 2.62-17.9x from its lowest level to the end in each of its 3 repetitions (lowest by "
+        "iteration 60), rising in most records on a line in its logarithm: it climbs on past the budget"), why
+    down = runs.copy()
+    down[1:, 1] = np.r_[runs[1:4, 1], runs[4:, 1].min() * (1 + 0.1 * np.sin(np.arange(22)))]  # (one stays down)
+    assert verdict._each_climbs(it.astype(float), down, np.median(down, axis=1), 1e-300) is None
+    level = np.array([  # (AugDGM under delays at 0.562, helper 207: a level approached from below)
+        [4.58, 0.821, 0.306, 0.114, 0.0379, 0.0582, 0.102, 0.159, 0.214, 0.258, 0.3, 0.335, 0.362, 0.384, 0.397, 0.407,
+         0.414, 0.421, 0.425, 0.427, 0.43, 0.43, 0.432, 0.432, 0.433, 0.433, 0.433, 0.433, 0.433, 0.433, 0.433],
+        [4.58, 0.65, 0.174, 0.0473, 0.056, 0.124, 0.217, 0.323, 0.41, 0.507, 0.574, 0.624, 0.679, 0.712, 0.745, 0.764,
+         0.78, 0.79, 0.804, 0.811, 0.817, 0.822, 0.827, 0.828, 0.829, 0.83, 0.831, 0.832, 0.833, 0.834, 0.835],
+        [4.58, 0.555, 0.194, 0.0531, 0.0624, 0.144, 0.241, 0.363, 0.453, 0.556, 0.634, 0.693, 0.723, 0.753, 0.778,
+         0.798, 0.813, 0.822, 0.829, 0.834, 0.837, 0.839, 0.841, 0.842, 0.842, 0.843, 0.843, 0.843, 0.844, 0.843,
+         0.843]]).T
+    x = np.arange(0, 61, 2, dtype=float)
+    assert verdict._each_climbs(x, level, np.median(level, axis=1), 1e-300) is None
+    assert verdict._each_climbs(it.astype(float), runs, np.median(runs, axis=1), 1e-300) is not None
+
+
 def test_repetitions_that_agree_climb_back_as_one_trajectory_and_a_noise_floor_s_need_the_tenfold():
     """Helper 153's F1b: Push-Pull over uniform delays at a given rate, its three repetitions' logarithms 0.09 apart,
     fell from 5.43 to 0.048 by iteration 48 and climbed back to 2.55 by the end, 53x, and was ``ok`` and ranked:

@@ -706,6 +706,10 @@ def _climbing(frame, metric, means, start, one_trajectory=False, converged=CONVE
                 return (f"{metric} climbed {late[0]:.3g}x from its lowest level (iteration {late[1]}) to the end, at "
                         f"each of its last {late[2]} records and in every repetition, no slower at the end: still "
                         f"climbing at the end of the budget")
+            if not same and (each := _each_climbs(x, runs, typical, floor)) is not None:
+                return (f"{metric} climbed {_span(each[:2])}x from its lowest level to the end in each of its "
+                        f"{runs.shape[1]} repetitions (lowest by iteration {each[2]}), rising in most records on a "
+                        "line in its logarithm: it climbs on past the budget")
     for rep, found in _spread_climbs(frame, spread_floor):
         if found is not None:
             where = f" in repetition {rep}" if rep is not None and frame["rep"].nunique() > 1 else ""
@@ -879,6 +883,44 @@ def _late_climb(x, runs, typical):
     if not _no_slower(x[j:], typical[j:]):
         return None
     return float(levels[-1] / levels[j - 1]), int(x[j]), len(rises)
+
+
+#: The least share of a repetition's three-record levels from its lowest on that rise, for :func:`_each_climbs`.
+EACH_RISES = 0.6
+
+
+def _each_climbs(x, runs, typical, floor):
+    """``(least, most, iteration)`` where every one of three repetitions or more (``runs``: records at ``x`` x
+    repetitions, the first the start; values below ``floor`` read as it) climbs on from its own lowest level to the
+    end of the budget, and their typical curve ``typical`` has not settled there (:func:`_settled`): in each, past
+    the start, the lowest of its levels (the geometric means of three records) comes in the first half of the
+    records (:data:`RAMP_RECORDS` at least after it), its last level is
+    :data:`~rowstoch_fast.compare.tuning.STABILITY_FACTOR` times that lowest one or more, :data:`EACH_RISES` of its
+    levels from there rise, and the line through the logarithm of its records from there rises by more than twice
+    its standard error; ``least`` and ``most`` the repetitions' ratios of last to lowest level, ``iteration`` the
+    last of their lowest levels' first records. Else None. Helper 212: Pull-Diag-GT at 0.0562 on an exponential
+    graph of 16 whose nodes sleep with probability 0.3 climbed 2.6x, 7x and 18x from its repetitions' lowest levels
+    over 300 rounds (to 4.2x its start over 1,200), ``ok``: their levels are far apart (the climb factor's tenfold),
+    their median's rises too few for :func:`_ramp` (the same run at 0.0316 read ``unstable``). Over 3,600 simulated
+    stationary noise floors (``bench/climb_check.py``'s, AR 0-0.97) it flags 3; over the ``ok`` runs of 1,089
+    comparisons kept from helpers' checks, 23, each a climb that goes on (bench/RESULTS.md section 83)."""
+    runs = np.asarray(runs, dtype=np.float64)
+    if runs.ndim != 2 or runs.shape[1] < CLIMB_SPREAD_REPEATS or len(runs) < RAMP_RECORDS + 4:
+        return None
+    ratios, firsts = [], []
+    for values in np.maximum(runs[1:], floor).T:
+        levels = smoothed(values, 3)[2:]
+        j = int(np.argmin(levels))  # (level j: records j .. j + 2 past the start)
+        if len(values) - j < max(RAMP_RECORDS, len(values) // 2) or levels[-1] < STABILITY_FACTOR * levels[j]:
+            return None
+        if np.mean(np.diff(levels[j:]) > 0) < EACH_RISES or not rising(x[1 + j:], np.log(values[j:])):
+            return None
+        ratios.append(float(levels[-1] / levels[j]))
+        firsts.append(int(x[1 + j]))
+    levels = smoothed(typical[1:], 3)[2:]
+    if _settled(typical, float(levels[-1] / levels.min())):
+        return None
+    return min(ratios), max(ratios), max(firsts)
 
 
 def _still_falling(means):
