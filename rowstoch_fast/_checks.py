@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import contextlib
+import math
 import numbers
 import os
 
@@ -499,6 +500,21 @@ def load_npy_file(path, what="file"):
     return obj
 
 
+def _require_npy_memory(fh, what):
+    """MemoryError naming ``what`` where the array the .npy header of the open file ``fh`` declares would not fit in
+    memory (a header claiming shape (10000000000,) had met NumPy's "Unable to allocate 74.5 GiB", naming nothing);
+    ``fh`` is left at its start. A header that cannot be read is left to ``np.load``, whose error is reported."""
+    try:
+        fmt = np.lib.format
+        read = {(1, 0): fmt.read_array_header_1_0, (2, 0): fmt.read_array_header_2_0}[fmt.read_magic(fh)]
+        shape, _, dtype = read(fh)
+        nbytes = math.prod(shape) * dtype.itemsize
+    except Exception:  # noqa: BLE001 - a damaged header: np.load says it below
+        nbytes = 0
+    fh.seek(0)
+    require_memory(nbytes, f"{what} (its header declares that many values)")
+
+
 def _load_numpy_file(path, what):
     if not os.path.exists(path):
         raise FileNotFoundError(f"{what} {path!r} does not exist")
@@ -510,6 +526,8 @@ def _load_numpy_file(path, what):
             fh.seek(0)
             if not head or head.startswith((b"\x93NUMPY", b"PK")):  # (NumPy's words for any other file are
                 # pickle's, "load it unsafely using allow_pickle=": said below instead, helper 192)
+                if head.startswith(b"\x93NUMPY"):
+                    _require_npy_memory(fh, f"{what} {path!r}")
                 obj = np.load(fh, allow_pickle=False)
                 if isinstance(obj, np.ndarray):
                     return obj

@@ -256,6 +256,10 @@ def load(path, named_elsewhere=False):
                                   + f"; the keys are {', '.join(tables[table])}")
             dest, kind = tables[table][key]
             value = _check_value(f"{name}: [{table}] {key}", value, kind)
+            if value == "" or (isinstance(value, list) and "" in value):  # (matrix = "" had been read as the
+                # file's folder, "[Errno 21] Is a directory"; the command line's words)
+                raise ConfigError(f"{name}: [{table}] {key} was given an empty value: give it one, or leave the key "
+                                  "out")
             if dest in SEEDS and isinstance(value, int) and not 0 <= value <= 2**64 - 1:  # (checked here: the
                 # library's refusal says "seed", which names another key)
                 raise ConfigError(f"{name}: [{table}] {key} must be a seed in [0, 2^64 - 1], got {value}")

@@ -59,7 +59,12 @@ def _load_npz_matrix(path):
     fmt = fmt.item().decode("ascii", "replace") if isinstance(fmt, np.ndarray) and fmt.dtype.kind == "S" else str(fmt)
     if "shape" not in z or "data" not in z:
         raise UsageError(f"matrix file {path!r} is not a scipy.sparse .npz (save_npz): it lacks 'shape' or 'data'")
-    shape = tuple(int(v) for v in np.asarray(z["shape"]).ravel())
+    stored = np.asarray(z["shape"])
+    if stored.dtype.kind not in "iu":  # (a float shape [2.7, 2.2] had been cut to 2 nodes)
+        said = stored.tolist() if stored.size <= 4 else f"{stored.size} values"
+        raise UsageError(f"matrix file {path!r} has shape {said} of dtype {stored.dtype}: a scipy.sparse .npz "
+                         "stores its shape as integers (damaged?)")
+    shape = tuple(int(v) for v in stored.ravel())
     if len(shape) != 2 or min(shape) < 0:
         raise UsageError(f"matrix file {path!r} has shape {shape}; a mixing matrix is 2-D")
     data = np.asarray(z["data"])
@@ -91,16 +96,27 @@ def _edge_list_layout(path):
     return None, 0, 0
 
 
+def _extension(path):
+    """``".npz"``, ``".mtx"`` or ``".npy"`` where ``path``'s name ends so, in any case (``m.NPY``: it had been written
+    as an edge list, which np.load then failed to read), else ``""`` (an edge list)."""
+    end = os.path.splitext(os.fspath(path))[1].lower()
+    return end if end in (".npz", ".mtx", ".npy") else ""
+
+
 def weights_said(path, normalize=False):
     """How :func:`load_matrix` makes the weights of the matrix in ``path``, in a caption's words: ``"the file's
     weights"`` (``", rows normalized"`` with ``normalize``), or ``"in-degree weights"`` for an edge list that
     lists no weights (``src dst``), whose weights it makes."""
     try:
-        if not path.endswith((".npz", ".mtx", ".npy")) and _edge_list_layout(path)[2] == 2:
+        if _extension(path) not in (".npz", ".mtx", ".npy") and _edge_list_layout(path)[2] == 2:
             return "in-degree weights: the file lists none"
     except (OSError, *DAMAGED):  # (read once already: gone or damaged since, its words are the general ones)
         pass
     return "the file's weights" + (", rows normalized" if normalize else "")
+
+
+#: Node ids of an edge list are below this (int64 keys ``dst * n + src`` are formed from them).
+MAX_NODE_ID = 2**62
 
 
 def _load_edge_list(path, normalize, dtype=np.float64, stochastic="row"):
@@ -127,10 +143,18 @@ def _load_edge_list(path, normalize, dtype=np.float64, stochastic="row"):
     if rows.shape[1] not in (2, 3):
         raise UsageError(f"edge list {path!r} must have 2 or 3 columns (src dst [weight]), got {rows.shape[1]}{dense}")
     edges = rows[:, :2]
-    if not np.all(np.isfinite(edges)) or not np.all(edges == np.round(edges)) or (edges < 0).any():
-        bad = int(np.flatnonzero(~np.isfinite(edges).all(1) | (edges != np.round(edges)).any(1) | (edges < 0).any(1))[0])
-        raise UsageError(f"edge list {path!r}: edge {bad} ({rows[bad, 0]:g} {rows[bad, 1]:g}) is not a pair of "
-                         f"non-negative integer node ids (0-based){dense}")
+    with np.errstate(invalid="ignore"):  # (ids past int64, 1e300, had been cast with NumPy's warning to node
+        # -9223372036854775808)
+        wrong = ~np.isfinite(edges).all(1) | (edges != np.round(edges)).any(1) | (edges < 0).any(1) | \
+            (edges >= MAX_NODE_ID).any(1)
+    if wrong.any():
+        bad = int(np.flatnonzero(wrong)[0])
+        line = _data_line_numbers(path, {bad}).get(bad)
+        where = f"edge list {path!r}{f', line {line}' if line else ''}: edge {bad} ({rows[bad, 0]:g} {rows[bad, 1]:g})"
+        if np.isfinite(rows[bad, :2]).all() and (rows[bad, :2] >= MAX_NODE_ID).any():
+            raise UsageError(f"{where} names node {rows[bad, :2].max():g}, past the largest node id an edge list "
+                             f"takes (2^{MAX_NODE_ID.bit_length() - 1} - 1)")
+        raise UsageError(f"{where} is not a pair of non-negative integer node ids (0-based){dense}")
     edges = edges.astype(np.int64)
     if edges.min() > 0:  # (node 0 in no edge: isolated, and a 1-based list was refused as "not strongly connected")
         raise UsageError(f"edge list {path!r}: node 0 appears in no edge, the smallest id is {int(edges.min())}: node "
@@ -243,11 +267,12 @@ def load_matrix(path, normalize=False, dtype=np.float64, stochastic="row"):
         dtype = np.dtype(dtype)
         if dtype not in (np.float32, np.float64):
             raise TypeError(f"dtype must be float32 or float64, got {dtype}")
-        if path.endswith(".npz"):
+        kind = _extension(path)
+        if kind == ".npz":
             W = _load_npz_matrix(path)
-        elif path.endswith(".mtx"):
+        elif kind == ".mtx":
             W = _mmread(path)
-        elif path.endswith(".npy"):
+        elif kind == ".npy":
             W = load_npy_file(path, "matrix file")
         else:
             return _load_edge_list(path, normalize, dtype, stochastic)
@@ -286,18 +311,22 @@ def save_matrix(path, A):
     FORMATS
     """
     path = check_path(path)
-    A = as_matrix(A)
+    A = as_matrix(A, stochastic="any")
     csr = A.csr
-    if path.endswith(".npz"):
-        sp.save_npz(path, sp.csr_array(csr), compressed=True)
-    elif path.endswith(".mtx"):
+    kind = _extension(path)
+    if kind == ".npz":
+        with open(path, "wb") as fh:  # (a handle: NumPy appends ".npz" to a name ending ".NPZ")
+            sp.save_npz(fh, sp.csr_array(csr), compressed=True)
+    elif kind == ".mtx":
         # float64 values, 17 digits: read back exactly (SciPy 1.17 writes float32 values at precision 17 as
         # garbage padded with NUL bytes)
         import scipy.io
 
-        scipy.io.mmwrite(path, sp.coo_array(csr, dtype=np.float64), precision=17)
-    elif path.endswith(".npy"):
-        np.save(path, A.toarray())
+        with open(path, "wb") as fh:  # (a handle: SciPy appends ".mtx" to a name ending ".MTX")
+            scipy.io.mmwrite(fh, sp.coo_array(csr, dtype=np.float64), precision=17)
+    elif kind == ".npy":
+        with open(path, "wb") as fh:
+            np.save(fh, A.toarray())
     else:
         coo = sp.coo_array(csr)
         sep = "," if uncompressed_name(path).endswith(".csv") else " "
@@ -310,12 +339,19 @@ def save_matrix(path, A):
 save_matrix.__doc__ = save_matrix.__doc__.replace("    FORMATS\n", _FORMATS.lstrip("\n") + "\n")
 
 
+#: The objectives :func:`load_data_file` reads a data file for (``rowstoch``'s ``--objective``).
+DATA_OBJECTIVES = ("logistic", "logistic-l2", "least-squares", "lasso", "quadratic")
+
+
 def load_data_file(path, objective, option="--data-file", test=False):
     """``(H, y)`` of ``--data-file``: an .npz archive with a 2-D ``H`` (one sample per row) and a 1-D ``y`` (labels
     -1 / +1 for the logistic problems); with ``test``, ``(H, y, test_data, unread)``: ``(H_test, y_test)`` where
     the archive holds them (a held-out test set, as ``H`` and ``y``; one without the other is refused), else None,
     and the names of its other arrays, which are not read (the caller says so: helper 193's ``H_test`` and
-    ``y_test`` had been ignored without a word)."""
+    ``y_test`` had been ignored without a word). ``objective``: one of :data:`DATA_OBJECTIVES` (the logistic
+    ones check the labels)."""
+    check_choice(objective, "objective", DATA_OBJECTIVES)  # (None had met an AttributeError, and a misspelt
+    # "logstic" skipped the check of the labels)
     try:
         data = load_npz_file(path, option)
     except (OSError, ValueError) as exc:

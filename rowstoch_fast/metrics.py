@@ -126,9 +126,16 @@ class NetworkMetrics:
         """
         from .tracker import diag_powers, freeze_step
 
+        if horizon is not None:
+            horizon = check_int(horizon, "horizon", minimum=1)
+        if (self._matrix.csr.diagonal() <= 0).any():  # [A^1]_ii = 0 for every horizon (a matrix without a self loop
+            # and beta = 1 had asked for a horizon of 3.8e16 steps, then refused it)
+            return math.inf
         if horizon is None:
+            if not self.has_gap:
+                raise ValueError(f"theta() needs a horizon: beta = {self.beta:.6g}, so no power of A is known to "
+                                 "have diag(A^k) = pi; pass theta(horizon=...)")
             horizon = freeze_step(self.beta, float(self.pi.min()))
-        horizon = check_int(horizon, "horizon", minimum=1)
         from .tracker import check_diag_work
 
         check_diag_work(self._matrix, horizon, f"theta(horizon={horizon})")
@@ -289,8 +296,18 @@ def perron_vector(A):
     require_memory(need, f"the Perron vector of a network of n = {n} nodes")
     csr = A.csr if A.dtype == np.float64 else A.csr.astype(np.float64)  # read only: no copy needed
     pi = _perron_dense(csr.toarray()) if n <= DENSE_MAX_N else _perron_sparse(csr)
+    if not (pi > 0).all():  # (a reducible matrix built with validate=False: pi = [1, 0], then kappa inf with NumPy's
+        # divide-by-zero warning and "array must not contain infs or NaNs" from beta)
+        i = int(np.argmin(pi > 0))
+        raise _imprimitive(f"pi[{i}] = {pi[i]:.3g}: node {i} is never heard from in the limit")
     pi.setflags(write=False)
     return pi
+
+
+def _imprimitive(why):
+    """The ValueError of a matrix with no unique positive Perron vector (one built with ``validate=False``)."""
+    return ValueError(f"the Perron vector of A is not unique and positive: A is reducible or periodic ({why}); "
+                      "MixingMatrix(..., validate=True) names the node that breaks it")
 
 
 def _matrix_arg(A):
@@ -336,7 +353,10 @@ def _perron_dense(A):
     M[-1, :] = 1.0  # replace one (redundant) balance equation by the normalisation
     rhs = np.zeros(n)
     rhs[-1] = 1.0
-    pi = la.solve(M, rhs)
+    try:
+        pi = la.solve(M, rhs)  # (an ill-conditioned system, a near-reducible matrix's, warns as before; pi is checked)
+    except la.LinAlgError:  # (SciPy's "singular matrix detected" had named nothing: eye(2))
+        raise _imprimitive("(A^T - I) pi = 0 has more than one solution with sum(pi) = 1") from None
     return _polish(sp.csr_array(A), pi)
 
 

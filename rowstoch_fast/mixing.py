@@ -60,7 +60,13 @@ class MixingMatrix:
         Divide each row by its sum first, turning raw non-negative weights into
         a row-stochastic matrix.
     dtype : {float64, float32}, default float64
-        Value type of the stored matrix and of the arrays it mixes.
+        Value type of the stored matrix and of the arrays it mixes. Weights
+        written in float32 (a float32 array, sparse matrix or MixingMatrix)
+        have their sums checked at float32's tolerance; stored as float64
+        they are then rescaled in float64 so that each row (column for
+        ``stochastic="column"``) sums to 1 to float64's rounding, as float64
+        weights must (a doubly stochastic ``W`` is kept as given). Pass
+        ``dtype=np.float32`` to mix in float32 with the weights as they are.
     validate : bool, default True
         Check strong connectivity and primitivity (O(nnz)). Sign, finiteness
         and row sums are always checked.
@@ -173,17 +179,26 @@ class MixingMatrix:
                 # and the refusal said "pass normalize=True", which was given, helper 185)
                 raise ValueError(f"cannot normalize: the weights of {stochastic} {huge[0]} sum past the largest float "
                                  f"({np.max(csr.data):.3g} the largest weight): rescale them")
-            csr.data /= np.repeat(sums, np.diff(csr.indptr)) if axis == 1 else sums[csr.indices]
+            _divide_by_sums(csr, sums, axis)
         rtol = ROW_SUM_RTOL if source != np.float32 else ROW_SUM_RTOL_FLOAT32
         _check_sums(csr, stochastic, doubly, rtol)
         if doubly:
             _check_sums(csr, "column", doubly, rtol)
+        elif source == np.float32 and dtype != np.float32 and not normalize:
+            # float32 weights run in float64: their sums, 1 to float32's rounding only (3.7e-8 off), are made 1 to
+            # float64's as a float64 matrix's must be (they had been used as they were: gossip drifted off pi^T z)
+            _divide_by_sums(csr, np.asarray(csr.sum(axis=axis)).ravel(), axis)
         if validate:
             _check_primitive(csr, dtype)
         self._csr = _freeze(_compact_indices(csr.astype(dtype)))
         self._stochastic = stochastic
         self._doubly = doubly
         self._init_caches()
+
+    def _as_kind(self, kind, name="A"):
+        """This matrix as a ``kind``-stochastic one (:func:`require_stochastic`): what a module that cannot import
+        this one (the trackers) calls on the matrix it is given."""
+        return require_stochastic(self, kind, name)
 
     @classmethod
     def _from_valid_csr(cls, indptr, indices, data, n, stochastic="row", doubly=False):
@@ -884,6 +899,11 @@ def _first_asymmetry(W):
     return i, j, float(csr[i, j]), float(csr[j, i])
 
 
+def _divide_by_sums(csr, sums, axis):
+    """Each row's (``axis`` 1) or column's (0) entries of ``csr`` divided by its sum in ``sums``, in place."""
+    csr.data /= np.repeat(sums, np.diff(csr.indptr)) if axis == 1 else sums[csr.indices]
+
+
 def off_sums(csr, stochastic="row", rtol=None):
     """``(the rows (or columns) whose sums are not 1 within rtol, their sums)`` of a CSR matrix (``stochastic``:
     ``"row"`` or ``"column"``; ``rtol``: the dtype's tolerance by default): empty where it is that stochastic."""
@@ -934,7 +954,7 @@ def out_degree_weights(A):
     >>> C.stochastic, C.toarray().sum(axis=0).tolist()
     ('column', [1.0, 1.0, 1.0])
     """
-    A = as_matrix(A)
+    A = as_matrix(A, stochastic="any")
     if A.stochastic == "column":
         return A
     c = A.csr
@@ -945,24 +965,45 @@ def out_degree_weights(A):
     return MixingMatrix._from_valid_csr(c.indptr, c.indices, data, A.n, stochastic="column")
 
 
-def as_matrix(M, name="A", **options):
+def as_matrix(M, name="A", *, stochastic=None, **options):
     """``M`` as a :class:`MixingMatrix` (itself when it is one; else ``MixingMatrix(M, **options)``), a refusal
     naming the caller's argument ``name`` (MixingMatrix's own messages say ``W``, its parameter: a negative entry
     of an algorithm's ``A`` was reported as ``W[0, 1]``). A network that never changes is its matrix; one whose
-    rounds vary is refused: the caller needs a fixed matrix."""
+    rounds vary is refused: the caller needs a fixed matrix.
+
+    ``stochastic`` is the kind the caller needs: ``"row"`` or ``"column"`` (a MixingMatrix of the other kind is
+    refused, naming ``name``, unless it is doubly stochastic), ``"any"`` for either; by default ``"row"`` for
+    ``name="A"`` (the paper's row-stochastic A: a column-stochastic C given to the Pull-Diag protocol had run and
+    answered wrong) and ``"any"`` for another name."""
+    want = stochastic if stochastic is not None else ("row" if name == "A" else "any")
     if isinstance(M, MixingMatrix):
-        return M
+        return M if want == "any" else require_stochastic(M, want, name)
     if getattr(M, "stochastic", None) is not None and hasattr(M, "mix"):  # (a Network)
         if getattr(M, "static", None) is not None:  # (one that never changes: its matrix, as the algorithms take)
             return M.static
         raise TypeError(f"{name} must be a fixed matrix (a MixingMatrix or an array), got {type(M).__name__}, a "
                         "network whose rounds vary: pass its base matrix")
     try:
-        return MixingMatrix(M, **options)
+        return MixingMatrix(M, stochastic="row" if want == "any" else want, **options)
     except (ValueError, TypeError) as exc:
         if name == "W":
             raise
         raise type(exc)(re.sub(r"\bW(?=[ \[])", name, str(exc))) from None
+
+
+def require_stochastic(M, kind="row", name="A"):
+    """The MixingMatrix ``M`` if it is ``kind``-stochastic (``"row"`` or ``"column"``); a doubly stochastic one of
+    the other kind as a ``kind`` one (the same numbers and dtype); else a ValueError naming ``name``, in the words
+    the algorithms refuse the other kind with."""
+    if M.stochastic == kind:
+        return M
+    off, sums = off_sums(M.csr, kind)
+    if off.size:
+        hint = "; mixing.out_degree_weights(A) gives a column-stochastic C of A's graph" if kind == "column" else ""
+        raise ValueError(f"{name} must be a {kind}-stochastic MixingMatrix, got a {M.stochastic}-stochastic one whose "
+                         f"{kind} {int(off[0])} sums to {sums[off[0]]:.6g} (build it with stochastic={kind!r}{hint})")
+    c = M.csr
+    return MixingMatrix._from_valid_csr(c.indptr, c.indices, c.data, M.n, stochastic=kind, doubly=True)
 
 
 def metropolis_weights(A):
@@ -984,7 +1025,7 @@ def metropolis_weights(A):
     >>> W.doubly, W.toarray().round(3).tolist()
     (True, [[0.333, 0.333, 0.333], [0.333, 0.667, 0.0], [0.333, 0.0, 0.667]])
     """
-    A = as_matrix(A)
+    A = as_matrix(A, stochastic="any")
     n = A.n
     coo = A.csr.tocoo()
     off = coo.row != coo.col

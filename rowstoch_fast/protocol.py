@@ -41,6 +41,12 @@ def _prepare(A, Z, iterations):
     Z = as_float_array(Z, "Z", np.float64, ndim=(1, 2))
     if Z.shape[0] != A.n:
         raise ValueError(f"Z has {Z.shape[0]} rows but A has {A.n} nodes")
+    with np.errstate(over="ignore", invalid="ignore"):  # (1e308s had returned errors [inf, inf, inf, nan] with
+        # NumPy's warnings alone, helper 213)
+        spread = np.linalg.norm(Z - Z.mean(axis=0)) if Z.size else 0.0
+    if not np.isfinite(spread):
+        raise ValueError(f"Z's values are too large to be averaged and measured in float64 (the largest is "
+                         f"{float(np.max(np.abs(Z))):.3g}: its mean or distance to it overflows): scale them down")
     return A.astype(np.float64) if A.dtype != np.float64 else A, Z, iterations
 
 

@@ -1041,8 +1041,19 @@ def _load_checkpoint(path, algorithm, config, objective=None, columns=None):
                              f"{CHECKPOINT_FORMAT!r})")
         raise ValueError(f"resume: {path!r} is not a rowstoch_fast checkpoint")
     try:
-        saved = json.loads(str(data["meta"])).get("config", {})
-        rows = [tuple(r) for r in json.loads(str(data["rows"]))]
+        meta = json.loads(str(data["meta"]))
+        if not isinstance(meta, dict):  # (valid JSON of another kind had met an AttributeError on .get)
+            raise ValueError(f"its meta is {type(meta).__name__} {str(data['meta'])[:40]!r}, not a JSON object")
+        saved = meta.get("config", {})
+        if not isinstance(saved, dict):
+            raise ValueError(f"its meta's config is {type(saved).__name__}, not a JSON object")
+        rows = json.loads(str(data["rows"]))
+        if not isinstance(rows, list) or not all(isinstance(r, list) for r in rows):
+            raise ValueError("its records are not a list of rows")
+        odd = next((v for r in rows for v in r if isinstance(v, bool) or not isinstance(v, (int, float))), None)
+        if odd is not None:  # (a string had met "'>' not supported between instances of 'str' and 'int'")
+            raise ValueError(f"its records hold {type(odd).__name__} {str(odd)[:40]!r}, not a number")
+        rows = [tuple(r) for r in rows]
         if older:  # (the three metrics of /3 after its first five)
             rows = [r[:9] + (math.nan,) * _ADDED_IN_3 + r[9:] for r in rows]
         stored = json.loads(str(data["columns"])) if "columns" in data else list(_COLUMNS_3)
@@ -1092,6 +1103,10 @@ def check_shown_metrics(metrics, objective, specs, probe=True):
                 raise ValueError(f"metric {m!r} does not apply: {type(objective).__name__} "
                                  + (f"computes {', '.join(sorted(computed))} on its test data" if computed else
                                     "holds no test data"))
+    optimal = [m for m in names if m in ("suboptimality", "distance")]
+    if optimal and optimum_of(objective) is None:  # (its column had come back empty, the run accepted)
+        raise ValueError(f"metric {optimal[0]!r} does not apply: it needs the objective's optimum, and "
+                         f"{type(objective).__name__} knows none (show grad_norm_mean instead)")
     federated = [m for m in names if m in FEDERATED_METRICS or str(m).endswith("_participation")]
     if federated and not any(REGISTRY[method].federated for _, method, _ in specs):
         raise ValueError(f"metric {federated[0]!r} is a federated method's (its clients and server): none of "
@@ -1241,6 +1256,9 @@ def run(algorithm, objective, iterations, *, record_every=None, repeats=1, seed=
             check_path(checkpoint, "checkpoint")
         if resume is not None:
             check_path(resume, "resume")
+            if os.path.isdir(resume):  # (a folder had been said not to exist)
+                raise IsADirectoryError(f"checkpoint {os.fspath(resume)!r} is a folder: give the checkpoint's file "
+                                        "(e.g. run.npz)")
             if not os.path.isfile(resume):  # (here, where every MPI rank hears of it: helper 203)
                 raise FileNotFoundError(f"checkpoint {os.fspath(resume)!r} does not exist")
             if x0 is not None:  # (it had been ignored without a word: the run goes on from the checkpoint's iterates,
@@ -1493,6 +1511,12 @@ def _set_up(algorithm, objective, iterations, repeats, x0, seed, first_repeat, r
         # records are those of an uninterrupted run)
         _record(opt, objective, oracle, rows, t0, metrics)
         if resume is None:
+            try:
+                _refuse_overflowing_start(objective, rows, metrics, x0)
+            except ValueError:
+                if bar is not None:
+                    bar.close()
+                raise
             _warn_unmeasured(objective, rows, metrics)
     if bar is not None:
         bar.n = bar.last_print_n = opt.iteration
@@ -1503,6 +1527,22 @@ def _set_up(algorithm, objective, iterations, repeats, x0, seed, first_repeat, r
 #: The metrics every objective defines at any finite point (the others: NaN where it has no optimum, no test data,
 #: or the method no tracker): NaN at the start is the objective's doing.
 _ALWAYS_DEFINED = ("grad_norm", "grad_norm_centroid", "grad_norm_mean", "loss")
+
+
+def _refuse_overflowing_start(objective, rows, metrics, x0):
+    """A ValueError naming ``x0`` (or the objective's start) where the start's record (finite iterates) holds inf in
+    a metric every objective defines there, in every repetition: its values overflow the metrics (an x0 of 1e300
+    had recorded inf in every row, the run "done" and not diverged, not a word)."""
+    names = [m for m in _ALWAYS_DEFINED if m in metrics]
+    start = [r for r in rows if r[0] == 0]
+    inf = [m for m in names if start and all(math.isinf(r[4 + METRICS.index(m)]) for r in start)]
+    if inf:
+        name = "x0" if x0 is not None else f"the start ({type(objective).__name__}.x0())"
+        start_values = np.asarray(x0 if x0 is not None else objective.x0(), dtype=np.float64)
+        largest = float(np.max(np.abs(start_values))) if start_values.size else 0.0
+        raise ValueError(f"{name}: the metrics at the start overflow to inf ({', '.join(inf)}): its largest entry, "
+                         f"{largest:.3g}, is too large for {type(objective).__name__} to be measured; start from "
+                         "smaller values")
 
 
 def _warn_unmeasured(objective, rows, metrics):

@@ -22,6 +22,7 @@ import numpy as np
 
 from . import _core
 from ._checks import MAX_ROUNDS, check_int, check_positive_float, check_tracker, fmt_value, require_memory
+from ._hashing import MAX_T
 from .errors import DivergenceError
 
 __all__ = ["DiagTracker", "diag_powers", "freeze_step"]
@@ -77,6 +78,19 @@ def _check_matrix(A, name="A"):
     if not (hasattr(type(A), "pi") and hasattr(type(A), "csr")):  # (the class's: pi, a property, is computed)
         raise TypeError(f"{name} must be a MixingMatrix (rowstoch_fast.MixingMatrix(W) makes one of an array), got "
                         f"{type(A).__name__}")
+    if getattr(A, "stochastic", "row") != "row":  # (a column-stochastic C's diagonals had been tracked as A's: the
+        # trackers' limits are a row-stochastic matrix's Perron vector; a doubly stochastic one is taken as the
+        # row-stochastic matrix it is, in the algorithms' words: mixing.require_stochastic, through the matrix)
+        return A._as_kind("row", name)
+    return A
+
+
+class _Size:
+    """What :func:`check_diag_work` reads of a matrix (``n``, ``nnz``) for a dense ``n x n`` block ``V_t`` advanced
+    over a network: at least ``n`` multiply-adds per column and round."""
+
+    def __init__(self, n):
+        self.n = self.nnz = n
 
 
 def diag_powers(A, stride, n_records, *, block=DEFAULT_BLOCK, max_work=None):
@@ -109,10 +123,11 @@ def diag_powers(A, stride, n_records, *, block=DEFAULT_BLOCK, max_work=None):
     >>> d[:, 0]
     array([1.  , 0.5 , 0.25])
     """
-    _check_matrix(A)
-    stride = check_int(stride, "stride", minimum=1)
-    n_records = check_int(n_records, "n_records", minimum=1)
-    block = check_int(block, "block", minimum=1)
+    A = _check_matrix(A)
+    stride = check_int(stride, "stride", minimum=1, maximum=MAX_ROUNDS)  # (the kernel's int64: 2^63 had met
+    # pybind11's "incompatible function arguments")
+    n_records = check_int(n_records, "n_records", minimum=1, maximum=2**63 - 1)
+    block = check_int(block, "block", minimum=1, maximum=2**63 - 1)
     check_diag_work(A, (n_records - 1) * stride, f"diag_powers(stride={stride}, n_records={n_records})", max_work)
     require_memory(A.csr.data.itemsize * (n_records * A.n + 2 * A.n * min(block, A.n)),
                    f"diag_powers(n_records={n_records}) of {A.n} nodes", "fewer records")
@@ -145,7 +160,8 @@ def freeze_step(beta, min_pi, eps=np.finfo(np.float64).eps):
     """Smallest ``k`` with ``beta^k <= (eps/2) min(pi)``: from there on ``diag(A^k) == pi`` in float64.
 
     ``beta`` is nudged up by a relative 1e-6 to cover the error of its own
-    numerical estimate.
+    numerical estimate. ValueError for ``beta >= 1`` (no spectral gap: no
+    such step is known).
 
     Examples
     --------
@@ -154,8 +170,9 @@ def freeze_step(beta, min_pi, eps=np.finfo(np.float64).eps):
     """
     beta = check_positive_float(beta, "beta", allow_zero=True)
     eps = check_positive_float(eps, "eps")
-    if beta > 1.0:  # (2.5 had given 39070613938484168 steps)
-        raise ValueError(f"beta must be in [0, 1] (the network's generalized spectral radius), got {beta}")
+    if beta >= 1.0:  # (2.5, and 1.0, had given 39070613938484168 steps)
+        raise ValueError(f"beta must be in [0, 1) (the network's generalized spectral radius, below 1 where it has "
+                         f"a spectral gap), got {beta}: with beta = 1 no power of A is known to have diag(A^k) = pi")
     min_pi = check_positive_float(min_pi, "min_pi")  # (0 had raised "math domain error")
     if beta <= 0.0:
         return 1
@@ -195,7 +212,7 @@ class DiagTracker:
     def __init__(self, A, rounds=1, kind="exact", *, max_bytes=None, max_work=None):
         self.rounds = check_int(rounds, "rounds", minimum=1, maximum=MAX_ROUNDS)
         self.kind = check_tracker(kind, "kind")
-        _check_matrix(A)
+        A = _check_matrix(A)
         for value, name in ((max_bytes, "max_bytes"), (max_work, "max_work")):  # (a text or NaN had passed where
             # the table was small, and failed deep where it was not; inf: no limit)
             if value is not None and (np.ndim(value) or value != math.inf):  # (an array: named below, not "ambiguous")
@@ -399,6 +416,11 @@ class NetworkTracker:
         if type(t) is not int or t < 0:  # (helper 199: 2.9 had read t = 2's scales, "3" and True been taken, -1 a
             # KeyError)
             t = check_int(t.item() if isinstance(t, np.ndarray) and t.ndim == 0 else t, "t", minimum=0)
+        if t > self._t + 1:  # (a jump ahead: 10**18 had stepped V_t without end; Schedule.matrix takes t <= 2^60 - 1)
+            check_int(t, "t", maximum=MAX_T)
+            steps = t - (self._t if t >= self._t - 1 else 0)
+            check_diag_work(_Size(self.n), steps * self.rounds, f"NetworkTracker.scale(t={t}) (V_t = A_(t-1) ... "
+                            "A_0, advanced from the last t asked for)")
         if t < self._t - 1:  # asked for the past (a resume, a restart): replay from V_0
             self._restart()
         xp = self._xp

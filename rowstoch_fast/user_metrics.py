@@ -248,7 +248,14 @@ class Metric:
         except (Exception, SystemExit) as exc:  # noqa: BLE001 - re-raised naming the metric (a sys.exit(0) in
             # it had ended the command as a success, its records unwritten, helper 185)
             raise RuntimeError(f"metric {self.name!r} raised {type(exc).__name__}: {exc}") from exc
-        if (not isinstance(value, (numbers.Real, np.ndarray)) or np.ndim(value) != 0
+        if isinstance(value, numbers.Real) and not isinstance(value, np.ndarray):  # (any real number: a Fraction,
+            # an int past int64 such as 2**70, had been refused as "not one real number")
+            try:
+                return float(value)
+            except (OverflowError, TypeError, ValueError) as exc:
+                raise MetricValueError(f"metric {self.name!r} must return one real number that a float holds, got "
+                                       f"{type(value).__name__} {value!r:.60} ({exc})") from None
+        if (not isinstance(value, np.ndarray) or np.ndim(value) != 0
                 or np.asarray(value).dtype.kind not in "biuf"):
             raise MetricValueError(f"metric {self.name!r} must return one real number, got {type(value).__name__} "
                             f"{np.shape(value) if np.ndim(value) else value!r}")

@@ -1635,7 +1635,7 @@ def test_helpers_refuse_what_they_had_cast_or_passed_through(small_problem):
         (lambda: T.scale(2.5), TypeError, "t must be an integer"),
         (lambda: tracker.DiagTracker(A, max_bytes="abc"), TypeError, "max_bytes must be a real number"),
         (lambda: tracker.DiagTracker(A, max_work=float("nan")), ValueError, "max_work must be finite"),
-        (lambda: tracker.freeze_step(2.5, 0.1), ValueError, r"beta must be in \[0, 1\]"),
+        (lambda: tracker.freeze_step(2.5, 0.1), ValueError, r"beta must be in \[0, 1\)"),
         (lambda: objectives.draw_samples(32, 8, 0), TypeError, r"shape must be a tuple \(n,\) or \(reps, n\)"),
         (lambda: objectives.draw_samples(32, (8, 4), float("nan")), TypeError, "iteration must be an integer"),
         (lambda: objectives.draw_samples(32, (8, 4), 1, seed=2.5), TypeError, "seed must be an integer"),
@@ -2165,3 +2165,276 @@ def test_complex_client_weights_are_refused_not_cut_to_their_real_parts():
         FedAvg(8, x0, 0.1, participation=0.5, selection="size", client_weights=np.ones(8, complex))
     algo = FedAvg(8, x0, 0.1, participation=0.5, selection="size", client_weights=np.arange(1, 9))
     assert algo.client_weights.tolist() == list(range(1, 9))
+
+
+# ---------------------------------------------------------------------------------------------- hunter 213's findings
+
+
+def test_h213_a1_column_stochastic_matrix_is_refused_by_the_row_stochastic_protocols():
+    """A column-stochastic C given to pull_diag, a_protocol or the diagonal trackers had run and answered wrong."""
+    from rowstoch_fast import tracker
+
+    C = topology.erdos_renyi(5, 0.4, seed=3, stochastic="column")
+    for call in (lambda: rf.pull_diag(C, [1.0, 0, 0, 0, 5], 20), lambda: rf.a_protocol(C, [1.0, 0, 0, 0, 5], 20),
+                 lambda: tracker.DiagTracker(C), lambda: tracker.diag_powers(C, 1, 3)):
+        with pytest.raises(ValueError, match="A must be a row-stochastic MixingMatrix, got a column-stochastic one"):
+            call()
+    W = MixingMatrix(rf.mixing.metropolis_weights(topology.star(4)), stochastic="column")  # (doubly: taken)
+    assert rf.pull_diag(W, [1.0, 0, 0, 0], 60).errors[-1] < 1e-12
+    assert tracker.DiagTracker(W).frozen_at >= 1 and rf.mixing.out_degree_weights(C) is C
+
+
+def test_h213_a2_float32_weights_run_in_float64_sum_to_one_in_float64(tmp_path):
+    """A float32 matrix passed its sums at float32's tolerance and then mixed in float64 with rows 3.7e-8 off 1:
+    gossip drifted to 2.04485 where pi^T z = 2.04082."""
+    W = np.array([[.1, .2, .7], [.3, .3, .4], [.6, .3, .1]], np.float32)
+    np.save(tmp_path / "w.npy", W)
+    for A in (rf.io.load_matrix(str(tmp_path / "w.npy")), MixingMatrix(W), MixingMatrix(sp.csr_array(W)),
+              MixingMatrix(MixingMatrix(W, dtype=np.float32))):
+        assert A.dtype == np.float64
+        assert np.abs(A.toarray().sum(axis=1) - 1).max() <= 4e-16
+        z = rf.a_protocol(A, [1.0, 2, 3], 3000).z
+        assert np.allclose(z, A.pi @ [1.0, 2, 3], rtol=0, atol=1e-12)
+    B = MixingMatrix(W, dtype=np.float32)  # (float32 runs keep the weights as given)
+    assert B.dtype == np.float32 and np.array_equal(B.toarray(), W)
+    C = MixingMatrix(W.T.copy(), stochastic="column")
+    assert np.abs(C.toarray().sum(axis=0) - 1).max() <= 4e-16
+
+
+def test_h213_a3_a_start_whose_metrics_overflow_is_refused_naming_x0():
+    """x0 of 1e300 (finite) had recorded inf in every metric of every row, the run not diverged, not a word."""
+    rng = np.random.default_rng(0)
+    f = LeastSquares(rng.normal(size=(20, 3)), rng.normal(size=20), 4)
+    algo = Algorithm(topology.ring(4), lr=0.05, method="dsgd")
+    with pytest.raises(ValueError, match=r"x0: the metrics at the start overflow to inf \(grad_norm.*loss\): its "
+                                         r"largest entry, 1e\+300, is too large for LeastSquares"):
+        run(algo, f, 3, progress=False, x0=np.array([1e300, 0, 0]))
+    assert not run(algo, f, 3, progress=False, x0=np.array([1e3, 0, 0])).diverged
+    from rowstoch_fast import a_protocol, pull_diag  # (the protocols: errors [inf, inf, inf, nan] had come back)
+
+    for protocol in (pull_diag, a_protocol):
+        with pytest.raises(ValueError, match=r"Z's values are too large to be averaged and measured in float64 \(the "
+                                             r"largest is 1e\+308"):
+            protocol(topology.ring(4), [1e308, 1e308, 0, 0], 3)
+    assert np.isfinite(pull_diag(topology.ring(4), [1e150, 1e150, 0, 0], 3).errors).all()
+
+
+def test_h213_a4_a_checkpoint_named_as_one_of_the_runs_outputs_is_refused(tmp_path, monkeypatch):
+    """--checkpoint fresh/history.json with --out fresh had been accepted, and history.json written over it."""
+    monkeypatch.chdir(tmp_path)
+    for name in ("history.json", "./grad_norm.png"):
+        rc, _, err = rowstoch_here("run", "--n", "4", "--iterations", "30", "--total", "400", "--batch", "10",
+                                   "--no-progress", "--out", "fresh", "--checkpoint", f"fresh/{name}")
+        assert rc == 2 and "is one of the run's own outputs" in err and len(err.strip().splitlines()) == 1, err
+
+
+def test_h213_a5_a6_a7_schedule_refuses_what_mixing_matrix_refuses():
+    """Schedule had dropped imaginary parts, taken a periodic P (alone or as a periodic product), a 0-node matrix and
+    a dict's keys."""
+    from rowstoch_fast.network import Schedule, one_peer_exponential
+
+    P = np.array([[0.0, 1], [1, 0]])
+    with pytest.raises(TypeError, match=r"matrices\[0\]: W must be real, got complex dtype complex128"):
+        Schedule([np.array([[.5 + .3j, .5 - .3j], [.5, .5]])])
+    with pytest.raises(ValueError, match=r"the Schedule's matrix must be primitive, as a MixingMatrix must: A must be "
+                                         r"primitive \(aperiodic\), but its graph has period 2"):
+        Schedule([P])
+    with pytest.raises(ValueError, match=r"the product of the Schedule's 2 matrices over its period must be primitive"):
+        Schedule([P, P])
+    with pytest.raises(ValueError, match=r"matrices\[0\]: W must have at least one node, got shape \(0, 0\)"):
+        Schedule([np.zeros((0, 0))])
+    with pytest.raises(TypeError, match=r"got a dict \(pass list\(d.values\(\)\)\)"):
+        Schedule({1: topology.ring(3)})
+    half = np.full((2, 2), 0.5)
+    assert Schedule([P, half]).n == 2 and len(one_peer_exponential(16, "column").matrices) == 4
+    assert Schedule.examples(topology.ring(3))["schedule"].n == 3
+
+
+def test_h213_a8_network_tracker_refuses_a_jump_past_the_work_limit():
+    """NetworkTracker(ring(6)).scale(10**18) had stepped V_t without end."""
+    from rowstoch_fast.tracker import NetworkTracker
+
+    T = NetworkTracker(topology.ring(6))
+    steps = []
+
+    def counted(V, t):  # (without the refusal the steps went on without end: stopped here, not hung)
+        steps.append(t)
+        if len(steps) > 1000:
+            raise RuntimeError("scale(10**18) stepped V_t on")
+        return T._host_mix(V, t)
+
+    T._mix = counted
+    with pytest.raises(ValueError, match=r"NetworkTracker.scale\(t=1000000000000000000\) .* needs about 3.6e\+19 "
+                                         r"multiply-adds .* but the limit is"):
+        T.scale(10**18)
+    assert not steps
+    with pytest.raises(ValueError, match=r"t must be <= 2\^60 - 1"):
+        T.scale(2**61)
+    assert T.scale(5).tolist() == [32.0] * 6 and T.scale(2).tolist() == [4.0] * 6
+
+
+def test_h213_a9_a_sparse_npz_with_a_float_shape_is_refused(tmp_path):
+    """A save_npz file whose shape reads [2.7, 2.2] had been cut to 2 nodes."""
+    sp.save_npz(tmp_path / "ok.npz", sp.csr_array(np.full((2, 2), 0.5)))
+    stored = dict(np.load(tmp_path / "ok.npz"))
+    np.savez(tmp_path / "f.npz", **dict(stored, shape=np.array([2.7, 2.2])))
+    with pytest.raises(ValueError, match=r"has shape \[2.7, 2.2\] of dtype float64: a scipy.sparse .npz stores its "
+                                         r"shape as integers"):
+        rf.io.load_matrix(str(tmp_path / "f.npz"))
+    assert rf.io.load_matrix(str(tmp_path / "ok.npz")).n == 2
+
+
+def test_h213_b10_b11_c20_a_per_node_npy_file_that_cannot_be_read_is_said_naming_option_and_file(tmp_path,
+                                                                                                   monkeypatch):
+    """@FILE of an empty .npy (NumPy's EOFError), an .npz under a .npy name (AttributeError 'ndim'), a header of
+    10^10 values ("Unable to allocate 74.5 GiB") or a text file (pickle's advice) had named neither."""
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "empty.npy").write_bytes(b"")
+    np.savez(tmp_path / "z.npz", a=np.ones(4))
+    shutil.copy(tmp_path / "z.npz", tmp_path / "npz.npy")
+    (tmp_path / "text.npy").write_text("0.1 0.1 0.1 0.1\n")
+    header = io.BytesIO()
+    np.lib.format.write_array_header_1_0(header, {"descr": "<f8", "fortran_order": False, "shape": (10**13,)})
+    (tmp_path / "huge.npy").write_bytes(header.getvalue() + bytes(64))
+    for name, words in (("empty", "it is empty"), ("npz", "it is an .npz archive"),
+                        ("text", "it is not a NumPy file"), ("huge", "its header declares that many values")):
+        for option in ("--loss", "--awake"):
+            rc, _, err = rowstoch_here("run", "--n", "4", "--iterations", "5", "--total", "400", "--batch", "10",
+                                       "--no-progress", "--out", "o", option, f"@{name}.npy")
+            assert rc == 2 and option in err and f"@{name}.npy" in err and words in err and f"'{name}.npy'" in err, err
+            assert len(err.strip().splitlines()) == 1, err
+
+
+def test_h213_b12_c18_c23_a_damaged_checkpoints_meta_or_records_and_a_folder_are_said(tmp_path, monkeypatch):
+    """meta of valid JSON but not an object (AttributeError), records holding a string ("'>' not supported"), and
+    --resume of a folder ("does not exist")."""
+    monkeypatch.chdir(tmp_path)
+    args = ["run", "--n", "4", "--total", "400", "--batch", "10", "--no-progress"]
+    assert rowstoch_here(*args, "--iterations", "5", "--out", "o", "--checkpoint", "ck.npz")[0] == 0
+    stored = dict(np.load("ck.npz"))
+    for k, (key, value, words) in enumerate((("meta", "[1, 2]", "its meta is list"),
+                                             ("meta", '{"config": "x"}', "its meta's config is str"),
+                                             ("rows", '[[0, 0, 0, 0, "a"]]', "its records hold str 'a'"))):
+        np.savez(f"d{k}.npz", **dict(stored, **{key: np.array(value)}))
+        rc, _, err = rowstoch_here(*args, "--iterations", "10", "--out", f"r{k}", "--resume", f"d{k}.npz")
+        assert rc == 2 and f"checkpoint 'd{k}.npz' is damaged ({words}" in err, err
+    os.mkdir("adir")
+    rc, _, err = rowstoch_here(*args, "--iterations", "10", "--out", "ra", "--resume", "adir")
+    assert rc == 2 and "--resume 'adir' is a folder" in err, err
+    with pytest.raises(IsADirectoryError, match="checkpoint 'adir' is a folder"):
+        run(Algorithm(topology.ring(4), lr=0.05), LeastSquares.synthetic(4, d=3), 3, progress=False, resume="adir")
+
+
+def test_h213_b13_perron_vector_of_a_reducible_unvalidated_matrix_is_a_value_error():
+    """validate=False matrices: eye(2) met SciPy's "singular matrix detected"; [[1, 0], [.5, .5]] gave pi = [1, 0],
+    kappa inf with a divide-by-zero warning, then "array must not contain infs or NaNs"."""
+    for W, why in ((np.eye(2), "more than one solution"), ([[1.0, 0], [0.5, 0.5]], r"pi\[1\] = 0")):
+        A = MixingMatrix(W, validate=False)
+        with pytest.raises(ValueError, match=r"the Perron vector of A is not unique and positive: A is reducible or "
+                                             rf"periodic \(.*{why}"):
+            A.pi
+        with pytest.raises(ValueError, match="A is reducible or periodic"):
+            A.metrics().beta
+    assert MixingMatrix([[0.0, 1], [1, 0]], validate=False).pi.tolist() == [0.5, 0.5]  # (periodic: pi is unique)
+
+
+def test_h213_b14_c16_int_ranges_of_diag_powers_and_theta_without_a_gap():
+    """diag_powers(stride=2**63) met pybind11's "incompatible function arguments"; theta() of a matrix without a
+    self loop and beta = 1 asked for 3.8e16 steps (freeze_step(1.0, 0.1) = 39070613938484168) where the documented
+    answer is inf."""
+    from rowstoch_fast import tracker
+
+    for args, words in (((2**63, 2), r"stride must be <= 2\^62"), ((1, 2**63), r"n_records must be <= 2\^63 - 1")):
+        with pytest.raises(ValueError, match=words):
+            tracker.diag_powers(topology.ring(6), *args, max_work=math.inf)
+    with pytest.raises(ValueError, match=r"block must be <= 2\^63 - 1"):
+        tracker.diag_powers(topology.ring(6), 1, 2, block=2**63)
+    W = np.zeros((3, 3))
+    W[1, 0] = W[2, 1] = W[0, 2] = W[1, 2] = 1
+    m = MixingMatrix(W / W.sum(axis=1, keepdims=True)).metrics()
+    assert m.beta == 1.0 and m.theta() == math.inf and m.theta(5) == math.inf
+    with pytest.raises(ValueError, match=r"beta must be in \[0, 1\) .* got 1.0"):
+        tracker.freeze_step(1.0, 0.1)
+    assert tracker.freeze_step(0.5, 0.125) == 57
+
+
+def test_h213_b15_load_data_file_checks_its_objective(tmp_path):
+    """None met an AttributeError on None.startswith; a misspelt "logstic" skipped the check of the labels."""
+    from rowstoch_fast.cli._common import OBJECTIVES
+
+    np.savez(tmp_path / "d.npz", H=np.ones((4, 2)), y=np.array([1.0, -1, 1, 2]))
+    with pytest.raises(TypeError, match="objective must be one of 'logistic', .* got NoneType None"):
+        rf.io.load_data_file(str(tmp_path / "d.npz"), None)
+    with pytest.raises(ValueError, match=r"got 'logstic' \(did you mean 'logistic'\?\)"):
+        rf.io.load_data_file(str(tmp_path / "d.npz"), "logstic")
+    assert len(rf.io.load_data_file(str(tmp_path / "d.npz"), "least-squares")) == 2
+    assert rf.io.DATA_OBJECTIVES == OBJECTIVES
+
+
+def test_h213_c17_an_edge_list_id_past_int64_is_refused_naming_its_line(tmp_path):
+    """'1 1e300' had been cast with NumPy's "invalid value encountered in cast" to node -9223372036854775808."""
+    (tmp_path / "e.txt").write_text("0 1\n# a comment\n1 1e300\n")
+    with pytest.raises(ValueError, match=r"e.txt', line 3: edge 1 \(1 1e\+300\) names node 1e\+300, past the largest "
+                                         r"node id an edge list takes \(2\^62 - 1\)"):
+        rf.io.load_matrix(str(tmp_path / "e.txt"))
+    (tmp_path / "f.txt").write_text("0 1\n\n1 2.5\n")
+    with pytest.raises(ValueError, match=r"f.txt', line 3: edge 1 \(1 2.5\) is not a pair of non-negative integer"):
+        rf.io.load_matrix(str(tmp_path / "f.txt"))
+
+
+def test_h213_c19_an_empty_matrix_key_in_an_experiment_file_is_said_as_the_command_line_says_it(tmp_path):
+    """[network] matrix = "" had been read as the file's folder: "[Errno 21] Is a directory"."""
+    from rowstoch_fast import config
+
+    path = tmp_path / "cfg.toml"
+    path.write_text('[network]\nmatrix = ""\n[run]\nalgorithms = "dsgd"\n')
+    with pytest.raises(ValueError, match=r"cfg.toml: \[network\] matrix was given an empty value: give it one, or "
+                                         "leave the key out"):
+        config.load(str(path))
+    path.write_text('[outputs]\nmetrics = ["loss", ""]\n[run]\nalgorithms = "dsgd"\n')
+    with pytest.raises(ValueError, match=r"\[outputs\] metrics was given an empty value"):
+        config.load(str(path))
+    path.write_text('[network]\ntopology = "ring"\n[run]\nalgorithms = "dsgd"\n')
+    assert config.load(str(path))[0]["topology"] == "ring"
+
+
+def test_h213_c21_metrics_that_need_an_optimum_and_empty_metric_lists_are_refused(tmp_path, monkeypatch):
+    """--metric suboptimality,distance on the logistic objective (no optimum) came back as empty columns; --metric ,
+    and --metric " " were taken as nothing where --metric "" is refused."""
+    monkeypatch.chdir(tmp_path)
+    args = ["run", "--n", "4", "--iterations", "5", "--total", "400", "--batch", "10", "--no-progress"]
+    rc, _, err = rowstoch_here(*args, "--out", "a", "--metric", "suboptimality,distance")
+    assert rc == 2 and "metric 'suboptimality' does not apply: it needs the objective's optimum, and " \
+                       "NonconvexLogistic knows none" in err, err
+    for value in (",", " "):
+        rc, _, err = rowstoch_here(*args, "--out", "b", "--metric", value)
+        assert rc == 2 and f"--metric was given no metric name ({value!r})" in err, err
+    from rowstoch_fast.runner import check_shown_metrics
+
+    check_shown_metrics(["distance"], LeastSquares.synthetic(4, d=3), [("dsgd", "dsgd", 1)])  # (it has one)
+
+
+def test_h213_c22_a_user_metric_may_return_any_real_number_a_float_holds():
+    """Fraction(1, 3) and 2**70 had been refused as "must return one real number"."""
+    import fractions
+
+    from rowstoch_fast.errors import MetricValueError
+    from rowstoch_fast.user_metrics import Metric
+
+    assert Metric("m", lambda s: fractions.Fraction(1, 3)).measure(None) == 1 / 3
+    assert Metric("m", lambda s: 2**70).measure(None) == 2.0**70
+    with pytest.raises(MetricValueError, match="must return one real number that a float holds, got int 1000"):
+        Metric("m", lambda s: 10**400).measure(None)
+    with pytest.raises(MetricValueError, match="must return one real number, got str 'x'"):
+        Metric("m", lambda s: "x").measure(None)
+
+
+def test_h213_c24_matrix_file_extensions_are_read_in_any_case(tmp_path):
+    """save_matrix("m.NPY") / "m.NPZ" had written a text edge list that np.load then failed on."""
+    A = topology.ring(4)
+    for name in ("m.NPY", "m.NPZ", "m.Mtx"):
+        path = str(tmp_path / name)
+        rf.io.save_matrix(path, A)
+        assert np.array_equal(rf.io.load_matrix(path).toarray(), A.toarray())
+    assert np.array_equal(np.load(tmp_path / "m.NPY"), A.toarray())
+    assert sorted(os.listdir(tmp_path)) == ["m.Mtx", "m.NPY", "m.NPZ"]

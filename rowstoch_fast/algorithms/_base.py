@@ -30,7 +30,7 @@ import numpy as np
 from .. import backends
 from .._checks import check_bool, check_int, check_step_size, fmt_bytes, nodes_first, precision_of, require_memory
 from ..mixing import (as_matrix, asymmetric_rounds, columns_sum_to_one as _columns_sum_to_one,
-                      first_asymmetry as _asymmetry, MixingMatrix, off_sums)
+                      first_asymmetry as _asymmetry, MixingMatrix, off_sums, require_stochastic)
 from ..network import (Network, base_matrix, late, network_checked, out_links, source_matrices,
                        source_of, weights_of)
 from ._asktell import AskTell
@@ -107,21 +107,9 @@ def _as_matrix(M, name, owner):
         return M if M.static is None else M.static  # a network that never changes runs as its matrix
     if isinstance(M, MixingMatrix):
         if M.stochastic != kind:  # (a doubly stochastic matrix built as the other kind is both: taken as this one)
-            return _as_other_kind(M, kind, name)
+            return require_stochastic(M, kind, name)
         return M
     return as_matrix(M, name, stochastic=kind)
-
-
-def _as_other_kind(M, kind, name):
-    """The doubly stochastic ``M`` (a MixingMatrix of the other kind whose ``kind`` sums are 1 too) as a ``kind``
-    one, the same numbers and dtype; ValueError naming ``name`` and the first sum that is not 1."""
-    off, sums = off_sums(M.csr, kind)
-    if off.size:
-        hint = "; mixing.out_degree_weights(A) gives a column-stochastic C of A's graph" if name == "C" else ""
-        raise ValueError(f"{name} must be a {kind}-stochastic MixingMatrix, got a {M.stochastic}-stochastic one whose "
-                         f"{kind} {int(off[0])} sums to {sums[off[0]]:.6g} (build it with stochastic={kind!r}{hint})")
-    c = M.csr
-    return MixingMatrix._from_valid_csr(c.indptr, c.indices, c.data, M.n, stochastic=kind, doubly=True)
 
 
 def _round_doubly(W, owner):

@@ -51,6 +51,8 @@ def _check_run_args(args):
             raise UsageError(f"unknown topology {args.topology!r}{did_you_mean(args.topology, names)}; choose from "
                              f"{', '.join(names)}")
         _check_objective_size(args, n)
+    if args.resume and os.path.isdir(args.resume):  # (a folder had been said not to exist)
+        raise UsageError(f"--resume {args.resume!r} is a folder: give the checkpoint's file (e.g. run.npz)")
     if args.resume and not os.path.exists(args.resume):
         raise UsageError(f"--resume {args.resume!r} does not exist")
 
@@ -177,6 +179,12 @@ def _refuse_earlier_checkpoint(args):
         what = " (--out)" if _same(args.checkpoint, args.out) else ""
         raise UsageError(f"--checkpoint {args.checkpoint!r} is a folder{what}: give a file name for the checkpoint "
                          "(e.g. run.npz)")
+    from ..runner import History
+
+    output = next((name for name in History.FILES if _same(args.checkpoint, os.path.join(args.out, name))), None)
+    if output is not None:  # (history.json had been written over the checkpoint at the run's end)
+        raise UsageError(f"--checkpoint {args.checkpoint!r} is one of the run's own outputs ({output} in --out "
+                         f"{args.out!r}), which would replace it: give the checkpoint another name (e.g. run.npz)")
     if args.overwrite or not os.path.exists(args.checkpoint):
         return
     if args.resume and os.path.exists(args.resume) and os.path.samefile(args.resume, args.checkpoint):
@@ -249,6 +257,9 @@ def _cmd_run(args, locks):
         from ..user_metrics import resolve_metrics
 
         asked = [name.strip() for name in args.metric.split(",") if name.strip()]
+        if not asked:  # (--metric , and --metric " " had been taken as nothing, --metric "" refused)
+            raise UsageError(f"--metric was given no metric name ({args.metric!r}): give one or more, separated by "
+                             "commas, or leave the option out")
         try:
             resolve_metrics(asked, "--metric")
         except (TypeError, ValueError) as exc:

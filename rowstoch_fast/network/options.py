@@ -21,7 +21,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from .._checks import seed_option
+from .._checks import load_npy_file, seed_option
 from ..errors import UsageError
 from .base import LAYERS
 
@@ -150,8 +150,10 @@ class NodeValues:
 def _file_values(path, stamp):
     """The numbers of a ``.npy`` file (1-D) or a text file, as a read-only 1-D float64 array (``stamp``: its size
     and time, so that a changed file is read again)."""
-    if path.endswith(".npy"):
-        values = np.load(path, allow_pickle=False)
+    if path.lower().endswith(".npy"):  # (read as every .npy the package reads: an empty file, an .npz or a text
+        # under that name, a header declaring more than memory holds, each said; NumPy's EOFError, AttributeError,
+        # pickle advice or "Unable to allocate 74.5 GiB" had named neither the option nor the file)
+        values = load_npy_file(path, "the file")
         if values.ndim != 1:
             raise ValueError(f"a .npy file of one value per node must be 1-D, this one has shape {values.shape}")
         if values.dtype.kind not in "fiub":
@@ -198,6 +200,8 @@ def node_spec(value, flag, integer=False):
             values = _file_values(path, (stat.st_size, stat.st_mtime_ns))
         except OSError as exc:
             raise UsageError(f"{flag} {text}: the file cannot be read ({exc.strerror or exc})") from None
+        except MemoryError as exc:
+            raise UsageError(f"{flag} {text}: {exc}") from None
         except ValueError as exc:
             raise UsageError(f"{flag} {text}: not a file of numbers ({exc})") from None
         if values.size == 0 or not np.isfinite(values).all():

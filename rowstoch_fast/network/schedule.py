@@ -3,12 +3,14 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping, Set
+
 import numpy as np
 import scipy.sparse as sp
 
 from .._checks import check_choice, check_int, require_memory
 from .._hashing import MAX_T
-from ..mixing import BUILD_BYTES_PER_ENTRY, MixingMatrix
+from ..mixing import BUILD_BYTES_PER_ENTRY, MixingMatrix, _check_primitive
 from ._rounds import _unconnected
 from .base import Network
 
@@ -29,6 +31,10 @@ class Schedule(Network):
     def __init__(self, matrices):
         if isinstance(matrices, (str, bytes)) or not hasattr(matrices, "__iter__"):
             raise TypeError(f"matrices must be a sequence of mixing matrices, got {type(matrices).__name__}")
+        if isinstance(matrices, (Mapping, Set)):  # (a dict's keys had been read as the matrices: a 1-node network)
+            raise TypeError(f"matrices must be a sequence of mixing matrices in their order, got a "
+                            f"{type(matrices).__name__}" + (" (pass list(d.values()))" if isinstance(matrices, Mapping)
+                                                             else ""))
         matrices = list(matrices)
         self._validated = all(isinstance(m, MixingMatrix) for m in matrices)  # checked as a whole network
         mats = []
@@ -39,6 +45,8 @@ class Schedule(Network):
             if isinstance(m, Network):  # (a layer's rounds vary on their own: it goes over the schedule, not in it)
                 raise TypeError(f"matrices[{k}] is a {type(m).__name__} network: a Schedule takes matrices; put the "
                                 f"layer over the schedule instead, e.g. {type(m).__name__}(Schedule([...]), ...)")
+            if not isinstance(m, MixingMatrix):
+                _check_raw(m, k)
             try:
                 mats.append(m if isinstance(m, MixingMatrix) else _unconnected(m))
             except (TypeError, ValueError) as exc:
@@ -56,6 +64,7 @@ class Schedule(Network):
                             "; convert them with .astype (mixed precision is not supported)")
         if not self._validated or len(mats) > 1:  # one validated matrix is strongly connected on its own
             _check_jointly_connected(mats)
+            _check_primitive_product(mats)
         self.matrices = mats
         self.n = mats[0].n
         self.stochastic = kinds.pop()
@@ -109,6 +118,49 @@ def _check_jointly_connected(mats):
         raise ValueError(f"the matrices of a Schedule must be jointly strongly connected over its period (their "
                          f"union has {count} strongly connected components): over its {len(mats)} matrices node "
                          f"{outside} or node {int(members[0])} never hears from the other")
+
+
+def _check_raw(m, k):
+    """A TypeError / ValueError naming ``matrices[k]`` for what a Schedule's reader of arrays had taken silently: a
+    complex matrix (its imaginary parts dropped, with SciPy's ComplexWarning alone) or one of no node."""
+    try:
+        dtype = m.dtype if sp.issparse(m) else np.asarray(m).dtype
+        shape = m.shape if sp.issparse(m) else np.shape(m)
+    except (ValueError, TypeError):  # (ragged rows: the reader below says it)
+        return
+    if np.issubdtype(dtype, np.complexfloating):
+        raise TypeError(f"matrices[{k}]: W must be real, got complex dtype {dtype}")
+    if len(shape) == 2 and 0 in shape:
+        raise ValueError(f"matrices[{k}]: W must have at least one node, got shape {tuple(shape)}")
+
+
+#: The most entries the pattern of a Schedule's product over its period may reach while it is checked (beyond, the
+#: product is not formed: its matrices without self loops are then taken as they are).
+PRODUCT_CHECK_ENTRIES = 10**7
+
+
+def _check_primitive_product(mats):
+    """A ValueError unless the product of the matrices over one period is primitive, as a :class:`MixingMatrix`
+    must be (one matrix: that matrix): ``Schedule([P])`` of a periodic ``P`` had been accepted, the same ``P`` refused
+    by MixingMatrix as "not primitive". Every matrix with a positive diagonal makes the product primitive wherever
+    the union is strongly connected (checked before): the product is formed only otherwise."""
+    if all((m.csr.diagonal() > 0).all() for m in mats):
+        return
+    product = None
+    for m in mats:  # the pattern of A_m ... A_1 (primitivity is the pattern's, the same for its transpose)
+        c = m.csr
+        M = sp.csr_array((np.ones(c.nnz), c.indices.copy(), c.indptr.copy()), shape=c.shape)
+        product = M if product is None else M @ product
+        product.data[:] = 1.0
+        if product.nnz > PRODUCT_CHECK_ENTRIES:
+            return
+    product.sort_indices()
+    try:
+        _check_primitive(sp.csr_array(product))
+    except ValueError as exc:
+        said = "the Schedule's matrix" if len(mats) == 1 else f"the product of the Schedule's {len(mats)} matrices " \
+            "over its period"
+        raise ValueError(f"{said} must be primitive, as a MixingMatrix must: {exc}") from None
 
 
 def one_peer_exponential(n, stochastic="row"):
