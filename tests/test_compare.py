@@ -4464,29 +4464,36 @@ def test_resume_refuses_settings_edited_since_the_comparison_started(tmp_path, c
         capsys.readouterr().err
 
 
-def test_cli_compare_resumes_an_interrupted_comparison(tmp_path, monkeypatch, capsys):
-    """--resume DIR keeps what finished, continues the interrupted run from its checkpoint, and ends with the
-    records an uninterrupted comparison has (a Ctrl-C in SGP's run, at its 150th gradient); a larger --repeats
-    adds only the missing repetitions."""
-    from rowstoch_fast import cli
+def _interrupt_sgp_at(monkeypatch, call):
+    """A Ctrl-C in SGP's run at its ``call``-th gradient (SGP reads its gradients where grad_fn returned them:
+    ``_gradient_read``); ``monkeypatch.undo()`` ends it."""
     from rowstoch_fast.algorithms import _base
 
-    out = tmp_path / "cmp"
-    args = ["compare", "--topology", "exponential", *SMALL, "--algorithms", "dsgd,sgp", "--rounds-budget", "400",
-            "--repeats", "2", "--lr", "0.05", "--jobs", "1"]
     calls = [0]
 
-    def interrupting(real):  # (SGP reads its gradients where grad_fn returned them: _gradient_read)
+    def interrupting(real):
         def interrupted(self, *a, **kw):
             if self.name == "sgp":
                 calls[0] += 1
-                if calls[0] == 150:
+                if calls[0] == call:
                     raise KeyboardInterrupt
             return real(self, *a, **kw)
         return interrupted
 
     for name in ("_gradient", "_gradient_read"):
         monkeypatch.setattr(_base.Optimizer, name, interrupting(getattr(_base.Optimizer, name)))
+
+
+def test_cli_compare_resumes_an_interrupted_comparison(tmp_path, monkeypatch, capsys):
+    """--resume DIR keeps what finished, continues the interrupted run from its checkpoint, and ends with the
+    records an uninterrupted comparison has (a Ctrl-C in SGP's run, at its 150th gradient); a larger --repeats
+    adds only the missing repetitions."""
+    from rowstoch_fast import cli
+
+    out = tmp_path / "cmp"
+    args = ["compare", "--topology", "exponential", *SMALL, "--algorithms", "dsgd,sgp", "--rounds-budget", "400",
+            "--repeats", "2", "--lr", "0.05", "--jobs", "1"]
+    _interrupt_sgp_at(monkeypatch, 150)
     assert cli.main(args + ["--out", str(out)]) == 130
     monkeypatch.undo()
     partial = pd.read_csv(out / "compare.csv")
@@ -4515,24 +4522,11 @@ def test_a_damaged_evaluation_checkpoint_is_set_aside_on_resume(tmp_path, monkey
     ``--resume`` exit 2 ("cannot read checkpoint"; helper 214), where the guide says a damaged checkpoint is set
     aside and its run made again: the run starts again, and the records equal an uninterrupted comparison's."""
     from rowstoch_fast import cli
-    from rowstoch_fast.algorithms import _base
 
     out = tmp_path / "cmp"
     args = ["compare", "--topology", "exponential", *SMALL, "--algorithms", "dsgd,sgp", "--rounds-budget", "200",
             "--repeats", "2", "--lr", "0.05", "--jobs", "1", "--format", "none"]
-    calls = [0]
-
-    def interrupting(real):
-        def interrupted(self, *a, **kw):
-            if self.name == "sgp":
-                calls[0] += 1
-                if calls[0] == 80:
-                    raise KeyboardInterrupt
-            return real(self, *a, **kw)
-        return interrupted
-
-    for name in ("_gradient", "_gradient_read"):
-        monkeypatch.setattr(_base.Optimizer, name, interrupting(getattr(_base.Optimizer, name)))
+    _interrupt_sgp_at(monkeypatch, 80)
     assert cli.main(args + ["--out", str(out)]) == 130
     monkeypatch.undo()
     checkpoint = out / "checkpoints" / "exponential" / "sgp.npz"

@@ -977,9 +977,12 @@ def test_a_scheduler_s_rate_of_zero_is_refused_with_what_to_do():
     assert opt.iteration == 2  # (the refused steps took none)
 
 
-def test_weights_set_before_the_first_step_restart_the_optimizer_and_later_edits_are_refused(linear_problem):
+@pytest.mark.parametrize("through", ["set_params", "data"])
+def test_weights_set_before_the_first_step_restart_the_optimizer_and_later_edits_are_refused(linear_problem,
+                                                                                             through):
     """Weights loaded into the replicas after the optimizer was built were silently dropped: the gradient at the
-    new weights was applied to the old ones (0.37 off after one DSGD step)."""
+    new weights was applied to the old ones (0.37 off after one DSGD step). So were weights written through
+    ``params.data``, which torch's version counter does not count, and a later edit that way went unnoticed."""
     from rowstoch_fast.torch import DecentralizedOptimizer
 
     model, X, y, n_in, n_out = linear_problem
@@ -989,16 +992,21 @@ def test_weights_set_before_the_first_step_restart_the_optimizer_and_later_edits
     reps = Replicas(model, n=n)
     opt = DecentralizedOptimizer(reps, "dsgd", A, lr=lr)
     start = np.random.default_rng(3).normal(size=reps.params.shape)
-    reps.set_params(start)  # (pretrained weights)
+    if through == "data":
+        reps.params.data.copy_(torch.as_tensor(start))  # (pretrained weights, the old way)
+    else:
+        reps.set_params(start)  # (pretrained weights)
     opt.zero_grad()
     reps.losses(reps(inputs), labels).sum().backward()
     opt.step()
     want = A.toarray() @ (start - lr * _softmax_grad(start, X, y, n_in, n_out))  # DSGD: x <- A (x - lr g)
     np.testing.assert_allclose(reps.params.detach().numpy(), want, rtol=1e-12, atol=1e-14)
     with torch.no_grad():
-        reps.params.mul_(0.5)  # (an edit the optimizer's iterates would not see)
+        (reps.params.data if through == "data" else reps.params).mul_(0.5)  # (an edit its iterates would not see)
     with pytest.raises(RuntimeError, match=r"zero_grad\(\): replicas.params were changed since step\(\) set them"):
         opt.zero_grad()
+    if through == "data":
+        return
     fed = DecentralizedOptimizer(Replicas(model, n=n), "fedavg", n, lr=lr, local_steps=2)  # (the client count)
     fed.replicas.set_params(start)  # (its first points: the server's model, the average, not each client's)
     fed.zero_grad()
@@ -1013,35 +1021,19 @@ def test_weights_set_before_the_first_step_restart_the_optimizer_and_later_edits
     assert fed.iteration == 1
 
 
-def test_edits_through_data_are_seen_as_any_other(linear_problem):
-    """An edit through ``params.data`` (which torch's version counter does not count) went unnoticed: weights
-    loaded that way before the first step were dropped, and after it the optimizer stepped its own iterates as if
-    nothing had changed. NaN points a diverged step wrote are the points it asked, not an edit."""
+def test_nan_points_a_step_wrote_are_not_an_edit(linear_problem):
+    """The points written are compared by value too (an edit through ``.data`` is not counted by torch): NaN points
+    a diverged step wrote (``check_finite=False``) are the points it asked, not an edit."""
     from rowstoch_fast.torch import DecentralizedOptimizer
 
-    model, X, y, n_in, n_out = linear_problem
-    n, lr = len(X), 0.1
-    A = topology.exponential(n)
-    inputs, labels = torch.as_tensor(X), torch.as_tensor(y)
-    reps = Replicas(model, n=n)
-    opt = DecentralizedOptimizer(reps, "dsgd", A, lr=lr)
-    start = np.random.default_rng(4).normal(size=reps.params.shape)
-    reps.params.data.copy_(torch.as_tensor(start))  # (pretrained weights, the old way)
-    opt.zero_grad()
-    reps.losses(reps(inputs), labels).sum().backward()
-    opt.step()
-    want = A.toarray() @ (start - lr * _softmax_grad(start, X, y, n_in, n_out))
-    np.testing.assert_allclose(reps.params.detach().numpy(), want, rtol=1e-12, atol=1e-14)
-    reps.params.data.mul_(0.5)
-    with pytest.raises(RuntimeError, match=r"zero_grad\(\): replicas.params were changed .*through .data"):
-        opt.zero_grad()
-    nan = DecentralizedOptimizer(Replicas(model, n=n), "dsgd", A, lr=lr, check_finite=False)
+    model, X, _, _, _ = linear_problem
+    nan = DecentralizedOptimizer(Replicas(model, n=len(X)), "dsgd", topology.exponential(len(X)), lr=0.1,
+                                 check_finite=False)
     nan.zero_grad()
     nan.replicas.params.grad = torch.full_like(nan.replicas.params, np.nan)
     nan.step()
     assert torch.isnan(nan.replicas.params).all()
     nan.zero_grad()  # (the NaN points it wrote: no edit)
-
 
 def test_the_torch_style_optimizer_refuses_a_stale_gradient_and_another_parameter_group(linear_problem):
     from rowstoch_fast.torch import DecentralizedOptimizer
