@@ -509,6 +509,12 @@ def test_version_help_and_topology_list():
     assert rc == 0 and "exponential" in out and "paper-grid" in out
     rc, out, _ = rowstoch("metrics", "--help")
     assert rc == 0 and "0-based" in out
+    rc, out, _ = rowstoch("compare", "--help")  # (a default of 0 equals False: helper 214 found --seed,
+    # --network-seed, --sigma and --test-samples without theirs)
+    flat = " ".join(out.split())
+    for option in ("--seed SEED seed of the gradient streams and of random topologies (default: 0)",
+                   "--sigma SIGMA gradient noise (quadratic) (default: 0.0)", "(default: Theorem 3's R for the graph)"):
+        assert option in flat, option
 
 
 def test_paper_graphs_refuse_another_n():

@@ -22,7 +22,8 @@ class _Formatter(argparse.RawDescriptionHelpFormatter):
 
     def _get_help_string(self, action):
         text = action.help or ""
-        if "default" in text or action.default in (None, False, argparse.SUPPRESS) or not action.option_strings:
+        if "default" in text or any(action.default is v for v in (None, False, argparse.SUPPRESS)) \
+                or not action.option_strings:  # (identity: a default of 0 equals False, and went unsaid)
             return text
         return text + " (default: %(default)s)"
 
@@ -293,7 +294,8 @@ def make_parser():
                            "budget in one batched run, refined)")
     calg.add_argument("--tune", action="store_true",
                       help="tune every rate not given by --lr (the default; kept for older scripts)")
-    calg.add_argument("--mg-rounds", type=_positive_int, default=None, help="R of the mg-* methods")
+    calg.add_argument("--mg-rounds", type=_positive_int, default=None,
+                      help="R of the mg-* methods (default: Theorem 3's R for the graph)")
     _algorithm_options(calg)
     _objective_options(c)
     crn = c.add_argument_group("run")
@@ -331,7 +333,8 @@ def make_parser():
                           "ROWSTOCH_JOBS, else the cores; 1 with --backend mpi or cupy); the results are those of "
                           "one process")
     crn.add_argument("--out", default="compare",
-                     help="output folder; one that holds results is refused unless --resume or --overwrite")
+                     help="output folder; one that is not empty is refused unless --resume or --overwrite (which "
+                          "replaces a comparison's own files alone)")
     crn.add_argument("--overwrite", action="store_true",
                      help="replace the results of an earlier comparison in --out")
     c.set_defaults(func=cmd_compare)
