@@ -311,7 +311,7 @@ def save_matrix(path, A):
     FORMATS
     """
     path = check_path(path)
-    A = as_matrix(A, stochastic="any")
+    A = as_matrix(A)
     csr = A.csr
     kind = _extension(path)
     if kind == ".npz":

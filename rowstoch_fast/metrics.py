@@ -296,12 +296,21 @@ def perron_vector(A):
     require_memory(need, f"the Perron vector of a network of n = {n} nodes")
     csr = A.csr if A.dtype == np.float64 else A.csr.astype(np.float64)  # read only: no copy needed
     pi = _perron_dense(csr.toarray()) if n <= DENSE_MAX_N else _perron_sparse(csr)
-    if not (pi > 0).all():  # (a reducible matrix built with validate=False: pi = [1, 0], then kappa inf with NumPy's
-        # divide-by-zero warning and "array must not contain infs or NaNs" from beta)
+    if not (pi > 0).all() and (not (np.isfinite(pi) & (pi >= 0)).all() or _reducible(csr)):  # (a reducible matrix
+        # built with validate=False: pi = [1, 0], then kappa inf with NumPy's divide-by-zero warning and "array must
+        # not contain infs or NaNs" from beta; a strongly connected one's 0 is an entry that underflowed float64,
+        # kept, kappa inf, as before: helper 217's birth-death chain of 3,000 nodes)
         i = int(np.argmin(pi > 0))
         raise _imprimitive(f"pi[{i}] = {pi[i]:.3g}: node {i} is never heard from in the limit")
     pi.setflags(write=False)
     return pi
+
+
+def _reducible(csr):
+    """Whether the graph of ``csr`` is not strongly connected."""
+    from scipy.sparse.csgraph import connected_components
+
+    return connected_components(csr, directed=True, connection="strong")[0] > 1
 
 
 def _imprimitive(why):

@@ -954,7 +954,7 @@ def out_degree_weights(A):
     >>> C.stochastic, C.toarray().sum(axis=0).tolist()
     ('column', [1.0, 1.0, 1.0])
     """
-    A = as_matrix(A, stochastic="any")
+    A = as_matrix(A)
     if A.stochastic == "column":
         return A
     c = A.csr
@@ -965,26 +965,26 @@ def out_degree_weights(A):
     return MixingMatrix._from_valid_csr(c.indptr, c.indices, data, A.n, stochastic="column")
 
 
-def as_matrix(M, name="A", *, stochastic=None, **options):
+def as_matrix(M, name="A", *, stochastic="any", **options):
     """``M`` as a :class:`MixingMatrix` (itself when it is one; else ``MixingMatrix(M, **options)``), a refusal
     naming the caller's argument ``name`` (MixingMatrix's own messages say ``W``, its parameter: a negative entry
     of an algorithm's ``A`` was reported as ``W[0, 1]``). A network that never changes is its matrix; one whose
     rounds vary is refused: the caller needs a fixed matrix.
 
-    ``stochastic`` is the kind the caller needs: ``"row"`` or ``"column"`` (a MixingMatrix of the other kind is
-    refused, naming ``name``, unless it is doubly stochastic), ``"any"`` for either; by default ``"row"`` for
-    ``name="A"`` (the paper's row-stochastic A: a column-stochastic C given to the Pull-Diag protocol had run and
-    answered wrong) and ``"any"`` for another name."""
-    want = stochastic if stochastic is not None else ("row" if name == "A" else "any")
+    ``stochastic`` is the kind the caller needs: ``"row"`` or ``"column"`` (a matrix of the other kind is refused,
+    naming ``name``, unless it is doubly stochastic: :func:`require_stochastic`; the Pull-Diag protocols take a
+    row-stochastic A, and a column-stochastic C given to them had run and answered wrong), or ``"any"`` (an array is
+    read as row-stochastic)."""
+    check_choice(stochastic, "stochastic", ("any", "row", "column"))
     if isinstance(M, MixingMatrix):
-        return M if want == "any" else require_stochastic(M, want, name)
+        return M if stochastic == "any" else require_stochastic(M, stochastic, name)
     if getattr(M, "stochastic", None) is not None and hasattr(M, "mix"):  # (a Network)
         if getattr(M, "static", None) is not None:  # (one that never changes: its matrix, as the algorithms take)
-            return M.static
+            return as_matrix(M.static, name, stochastic=stochastic)
         raise TypeError(f"{name} must be a fixed matrix (a MixingMatrix or an array), got {type(M).__name__}, a "
                         "network whose rounds vary: pass its base matrix")
     try:
-        return MixingMatrix(M, stochastic="row" if want == "any" else want, **options)
+        return MixingMatrix(M, stochastic="row" if stochastic == "any" else stochastic, **options)
     except (ValueError, TypeError) as exc:
         if name == "W":
             raise
@@ -1001,7 +1001,8 @@ def require_stochastic(M, kind="row", name="A"):
     if off.size:
         hint = "; mixing.out_degree_weights(A) gives a column-stochastic C of A's graph" if kind == "column" else ""
         raise ValueError(f"{name} must be a {kind}-stochastic MixingMatrix, got a {M.stochastic}-stochastic one whose "
-                         f"{kind} {int(off[0])} sums to {sums[off[0]]:.6g} (build it with stochastic={kind!r}{hint})")
+                         f"{kind} {int(off[0])} sums to {sums[off[0]]:.6g} (pass a {kind}-stochastic matrix: "
+                         f"MixingMatrix(W, stochastic={kind!r}) of weights whose {kind}s sum to 1{hint})")
     c = M.csr
     return MixingMatrix._from_valid_csr(c.indptr, c.indices, c.data, M.n, stochastic=kind, doubly=True)
 
@@ -1025,7 +1026,7 @@ def metropolis_weights(A):
     >>> W.doubly, W.toarray().round(3).tolist()
     (True, [[0.333, 0.333, 0.333], [0.333, 0.667, 0.0], [0.333, 0.0, 0.667]])
     """
-    A = as_matrix(A, stochastic="any")
+    A = as_matrix(A)
     n = A.n
     coo = A.csr.tocoo()
     off = coo.row != coo.col

@@ -35,7 +35,7 @@ class ConsensusResult:
 
 
 def _prepare(A, Z, iterations):
-    A = as_matrix(A)
+    A = as_matrix(A, stochastic="row")
     iterations = check_int(iterations, "iterations", minimum=0)
     require_memory(8 * (iterations + 1), f"{iterations} iterations (an error per iteration)", "lower iterations")
     Z = as_float_array(Z, "Z", np.float64, ndim=(1, 2))
@@ -126,7 +126,7 @@ def pull_diag(A, Z, iterations, *, block=DEFAULT_BLOCK):
     if is_device_array(Z):  # the CuPy backend: same loop, device arrays and kernel
         cuda = device_operations()
         xp = cuda.require_cupy()
-        A = as_matrix(A)
+        A = as_matrix(A, stochastic="row")
         A = A if A.dtype == np.float64 else A.astype(np.float64)
         K = check_int(iterations, "iterations", minimum=0)
         Z = xp.ascontiguousarray(Z, dtype=xp.float64)

@@ -1511,12 +1511,7 @@ def _set_up(algorithm, objective, iterations, repeats, x0, seed, first_repeat, r
         # records are those of an uninterrupted run)
         _record(opt, objective, oracle, rows, t0, metrics)
         if resume is None:
-            try:
-                _refuse_overflowing_start(objective, rows, metrics, x0)
-            except ValueError:
-                if bar is not None:
-                    bar.close()
-                raise
+            _warn_overflowing_start(objective, rows, metrics, x0)
             _warn_unmeasured(objective, rows, metrics)
     if bar is not None:
         bar.n = bar.last_print_n = opt.iteration
@@ -1529,10 +1524,11 @@ def _set_up(algorithm, objective, iterations, repeats, x0, seed, first_repeat, r
 _ALWAYS_DEFINED = ("grad_norm", "grad_norm_centroid", "grad_norm_mean", "loss")
 
 
-def _refuse_overflowing_start(objective, rows, metrics, x0):
-    """A ValueError naming ``x0`` (or the objective's start) where the start's record (finite iterates) holds inf in
-    a metric every objective defines there, in every repetition: its values overflow the metrics (an x0 of 1e300
-    had recorded inf in every row, the run "done" and not diverged, not a word)."""
+def _warn_overflowing_start(objective, rows, metrics, x0):
+    """A RuntimeWarning naming ``x0`` (or the objective's start) where the start's record (finite iterates) holds
+    inf in a metric every objective defines there, in every repetition: its values overflow the metrics (an x0 of
+    1e300 had recorded inf in every row, the run "done" and not diverged, not a word). A warning, not a refusal: the
+    iterates are finite, and a run from 1e160 comes back into range (helper 217)."""
     names = [m for m in _ALWAYS_DEFINED if m in metrics]
     start = [r for r in rows if r[0] == 0]
     inf = [m for m in names if start and all(math.isinf(r[4 + METRICS.index(m)]) for r in start)]
@@ -1540,9 +1536,10 @@ def _refuse_overflowing_start(objective, rows, metrics, x0):
         name = "x0" if x0 is not None else f"the start ({type(objective).__name__}.x0())"
         start_values = np.asarray(x0 if x0 is not None else objective.x0(), dtype=np.float64)
         largest = float(np.max(np.abs(start_values))) if start_values.size else 0.0
-        raise ValueError(f"{name}: the metrics at the start overflow to inf ({', '.join(inf)}): its largest entry, "
-                         f"{largest:.3g}, is too large for {type(objective).__name__} to be measured; start from "
-                         "smaller values")
+        warnings.warn(f"{name}: the metrics at the start overflow to inf ({', '.join(inf)}): its largest entry, "
+                      f"{largest:.3g}, is too large for {type(objective).__name__} to be measured; the records read inf "
+                      "until the iterates come back into range (start from smaller values)", RuntimeWarning,
+                      stacklevel=4)
 
 
 def _warn_unmeasured(objective, rows, metrics):

@@ -70,13 +70,12 @@ def as_tensor(X):
         return torch.from_numpy(arr)
 
 
-def _same_points(params, asked):
-    """Whether ``params`` still hold the points ``asked`` (copied into them): the same values, NaN where they were
-    NaN (a diverged step's), in ``params``' dtype and device."""
+def _same_points(params, written):
+    """Whether ``params`` still hold the values ``written`` into them (a copy): NaN where they were NaN (a diverged
+    step's)."""
     torch = _torch()
     with torch.no_grad():
-        asked = asked.to(device=params.device, dtype=params.dtype)
-        return torch.equal(params, asked) or bool(((params == asked) | (params.isnan() & asked.isnan())).all())
+        return torch.equal(params, written) or bool(((params == written) | (params.isnan() & written.isnan())).all())
 
 
 def from_tensor(T, like=None):
@@ -825,20 +824,20 @@ def _optimizer_class():
         def _ask(self):
             X = self.inner.ask()
             params = self.replicas.params
-            asked = as_tensor(X).reshape(params.shape)
             with torch.no_grad():
-                params.copy_(asked)
+                params.copy_(as_tensor(X).reshape(params.shape))
             self._written = getattr(params, "_version", None)  # (torch counts in-place changes: one by the user
             # shows as another count)
-            self._asked_view = asked  # (on X's memory: an edit through .data, which torch does not count, shows
-            # as other values)
+            self._written_values = params.detach().clone()  # (an edit through .data, which torch does not count,
+            # shows as other values: compared once a step, in step(); in zero_grad() too before the first)
 
-        def _points_kept(self, where):
+        def _points_kept(self, where, values=True):
             """Whether ``replicas.params`` still hold the points the optimizer wrote; where they were changed
             (:meth:`Replicas.set_params`, an in-place edit), restart from them before the first step and say
             whether the points it asks are theirs, else a RuntimeError (its iterates would not see them)."""
             params = self.replicas.params
-            if getattr(params, "_version", None) == self._written and _same_points(params, self._asked_view):
+            if getattr(params, "_version", None) == self._written and (
+                    not values or _same_points(params, self._written_values)):
                 return True
             if not self._fresh:
                 raise RuntimeError(f"{where}: replicas.params were changed since step() set them (set_params, "
@@ -871,7 +870,7 @@ def _optimizer_class():
             """Clear ``params.grad`` and the count of backward passes (and, where weights were set in the replicas
             before the first step, restart the optimizer from them)."""
             self._check_groups()
-            self._points_kept("zero_grad()")
+            self._points_kept("zero_grad()", values=self._fresh)  # (by value once a step: in step())
             super().zero_grad(set_to_none=set_to_none)
             self._backwards = 0
             self._stepped = self._stale = False

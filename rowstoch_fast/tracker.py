@@ -418,7 +418,7 @@ class NetworkTracker:
             t = check_int(t.item() if isinstance(t, np.ndarray) and t.ndim == 0 else t, "t", minimum=0)
         if t > self._t + 1:  # (a jump ahead: 10**18 had stepped V_t without end; Schedule.matrix takes t <= 2^60 - 1)
             check_int(t, "t", maximum=MAX_T)
-            steps = t - (self._t if t >= self._t - 1 else 0)
+            steps = t - self._t
             check_diag_work(_Size(self.n), steps * self.rounds, f"NetworkTracker.scale(t={t}) (V_t = A_(t-1) ... "
                             "A_0, advanced from the last t asked for)")
         if t < self._t - 1:  # asked for the past (a resume, a restart): replay from V_0

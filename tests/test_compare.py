@@ -5179,12 +5179,16 @@ def test_a_users_folder_is_refused_without_advice_to_resume_and_overwrite_clears
     (folder / "experiment.json").write_text("{}")
     with pytest.raises(outputs.FolderInUse, match="continue that comparison with --resume"):
         outputs.ComparisonFolder(folder)
-    for name in ("live.png", "live.pdf", "compare.png", "tuning-ring.png"):
+    for name in ("live.png", "live.pdf", "compare.png", "tuning-ring.png", "tuning.svg"):
         (folder / name).write_text("old")
+    mine = ["README", "compare.py", "live.log", "tuning_notes.txt", "tuning.png.bak"]  # (named like the
+    # comparison's files, not theirs: helper 217 found the first --overwrite removing them)
+    for name in mine[1:]:
+        (folder / name).write_text("mine")
     (folder / "tuning_notes").mkdir()
     with outputs.ComparisonFolder(folder, overwrite=True):
         pass
-    assert sorted(p.name for p in folder.iterdir()) == ["README", "tuning_notes"]
+    assert sorted(p.name for p in folder.iterdir()) == sorted(mine + ["tuning_notes"])
 
 
 def test_two_comparisons_taking_over_a_stale_lock_at_once_do_not_both_get_it(tmp_path, monkeypatch):

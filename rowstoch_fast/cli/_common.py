@@ -16,7 +16,7 @@ import numpy as np
 from ..algorithms import labels, REGISTRY
 from ..backends.mpi import polled_barrier
 from ..errors import UsageError
-from ..io import load_data_file, load_matrix, weights_said
+from ..io import DATA_OBJECTIVES as OBJECTIVES, load_data_file, load_matrix, weights_said
 from ..network import options as network_options
 from ..topology import PAPER_WEIGHTS, by_name as build_topology
 
@@ -625,10 +625,6 @@ TOPOLOGY_HELP = {
 
 def _algorithm_names():
     return labels(every_mg=True)
-
-
-#: ``--objective`` choices: the paper's nonconvex problem and the problems with a known minimiser.
-OBJECTIVES = ("logistic", "logistic-l2", "least-squares", "lasso", "quadratic")
 
 
 def _refuse_unread(args, rules):

@@ -309,10 +309,7 @@ def _repetitions(plan, method, lr, first, stop, progress, resume=None, counted=F
     divergence and growth of any. The runs stop at one interrupted (a Ctrl-C between two of them: the finished
     ones, interrupted)."""
     iterations = method.iterations(plan.budget)
-    if resume is not None and not _readable(resume):  # (a damaged checkpoint: the run again from its start, as
-        # the tuner's stages; the runner writes the new one over it)
-        resume = None
-    if resume is not None:
+    if resume is not None:  # (read whole by the caller: a damaged one is not given)
         _check_rate(resume, method, lr)
     runs = [(r, 1) for r in range(first, stop)] if draws(plan.network) else [(first, stop - first)] * (stop > first)
     frames, meta, seen = [], {"completed_iterations": iterations}, {}

@@ -15,6 +15,7 @@ import numpy as np
 from .._checks import check_text
 from .._files import atomic_write
 from .._files import process_alive as _alive  # (patched in a test)
+from ..report import FORMATS
 from .tables import GROUPS, check_frame, frame_metric, summary
 
 __all__ = ["write_outputs", "write_tables", "json_tuning", "plot", "atomic_write", "write_records",
@@ -221,11 +222,10 @@ class ComparisonFolder(FolderLock):
             path = os.path.join(self.path, name)
             if os.path.isfile(path):
                 os.remove(path)
-        for pattern in ("compare.*", "tuning*", "live.*"):  # (the figures: a --live comparison's live.png had
-            # stayed beside the new results, helper 214; a user's folder named so stays)
-            for path in glob.glob(os.path.join(self.path, pattern)):
-                if os.path.isfile(path):
-                    os.remove(path)
+        for name in os.listdir(self.path):  # the figures, by their exact names (a --live comparison's live.png had
+            # stayed beside the new results, helper 214; a user's compare.py or tuning_notes.txt stays, helper 217)
+            if _figure_name(name) and os.path.isfile(os.path.join(self.path, name)):
+                os.remove(os.path.join(self.path, name))
         # the checkpoints the comparison wrote (and their temporaries), then the folders left empty: a file of
         # the user's in checkpoints/ had gone with the folder (helper 192)
         for root, folders, names in os.walk(os.path.join(self.path, "checkpoints"), topdown=False):
@@ -236,6 +236,13 @@ class ComparisonFolder(FolderLock):
                         os.remove(os.path.join(root, name))
             with contextlib.suppress(OSError):
                 os.rmdir(root)  # (only where empty)
+
+
+def _figure_name(name):
+    """Whether ``name`` is one of a comparison's figures: ``compare``, ``tuning``, ``tuning-SLUG`` (a graph's or a
+    setting's) or ``live``, in one of :data:`~rowstoch_fast.report.FORMATS`."""
+    stem, dot, ext = name.rpartition(".")
+    return bool(dot) and ext in FORMATS and (stem in ("compare", "tuning", "live") or stem.startswith("tuning-"))
 
 
 def write_records(frames, folder):

@@ -901,13 +901,15 @@ def _each_climbs(x, runs, typical, floor):
     last of their lowest levels' first records. Else None. Helper 212: Pull-Diag-GT at 0.0562 on an exponential
     graph of 16 whose nodes sleep with probability 0.3 climbed 2.6x, 7x and 18x from its repetitions' lowest levels
     over 300 rounds (to 4.2x its start over 1,200), ``ok``: their levels are far apart (the climb factor's tenfold),
-    their median's rises too few for :func:`_ramp` (the same run at 0.0316 read ``unstable``). Over 3,600 simulated
-    stationary noise floors (``bench/climb_check.py``'s, AR 0-0.97) it flags 3; over the ``ok`` runs of 1,089
-    comparisons kept from helpers' checks, 23, each a climb that goes on (bench/RESULTS.md section 83)."""
+    their median's rises too few for :func:`_ramp` (the same run at 0.0316 read ``unstable``). Not where the climbs,
+    pooled, slow toward a level (:func:`_slowing`). Over 3,600 simulated stationary noise floors
+    (``bench/climb_check.py``'s, AR 0-0.97) it flags 1; over 400 of helper 217's curves nearing a level from below,
+    5; over the ``ok`` runs of 1,089 comparisons kept from helpers' checks (3,519 with three repetitions or more that
+    differ), 16, climbs that go on (bench/RESULTS.md section 83)."""
     runs = np.asarray(runs, dtype=np.float64)
     if runs.ndim != 2 or runs.shape[1] < CLIMB_SPREAD_REPEATS or len(runs) < RAMP_RECORDS + 4:
         return None
-    ratios, firsts = [], []
+    ratios, firsts, climbs_ = [], [], []
     for values in np.maximum(runs[1:], floor).T:
         levels = smoothed(values, 3)[2:]
         j = int(np.argmin(levels))  # (level j: records j .. j + 2 past the start)
@@ -917,10 +919,38 @@ def _each_climbs(x, runs, typical, floor):
             return None
         ratios.append(float(levels[-1] / levels[j]))
         firsts.append(int(x[1 + j]))
+        climbs_.append((x[1 + j:], np.log(values[j:])))
     levels = smoothed(typical[1:], 3)[2:]
-    if _settled(typical, float(levels[-1] / levels.min())):
+    if _settled(typical, float(levels[-1] / levels.min())) or _slowing(climbs_):
         return None
     return min(ratios), max(ratios), max(firsts)
+
+
+#: The least ratio of the later half's slope to the earlier half's, in the logarithm, of the repetitions' climbs
+#: pooled, for :func:`_each_climbs` (a level approached from below slows: ``1 - 0.7 exp(-t / 12)`` over 30 records,
+#: 0.2-0.3).
+EACH_PACE = 0.3
+
+
+def _slowing(climbs_):
+    """Whether climbs (``(x, log values)`` per repetition, each from its lowest level on) slow in the logarithm:
+    the pooled slope of their later half (each centred on its own mean there) is below :data:`EACH_PACE` of their
+    earlier half's. Pooled, the repetitions' noise averages out, which each one's own pace does not (helper 217:
+    curves nearing a level read ``unstable`` in 15 of 400 seeds; 5 with this)."""
+    middle = (max(xs[0] for xs, _ in climbs_) + max(xs[-1] for xs, _ in climbs_)) / 2
+
+    def slope(late):
+        dx, dy = [], []
+        for xs, ys in climbs_:
+            half = xs >= middle if late else xs <= middle
+            if half.sum() >= 2:
+                dx.append(xs[half] - xs[half].mean())
+                dy.append(ys[half] - ys[half].mean())
+        dx, dy = np.concatenate(dx), np.concatenate(dy)
+        return float(dx @ dy / (dx @ dx)) if dx @ dx > 0 else 0.0
+
+    early = slope(False)
+    return early > 0 and slope(True) < EACH_PACE * early
 
 
 def _still_falling(means):

@@ -64,7 +64,7 @@ class Schedule(Network):
                             "; convert them with .astype (mixed precision is not supported)")
         if not self._validated or len(mats) > 1:  # one validated matrix is strongly connected on its own
             _check_jointly_connected(mats)
-            _check_primitive_product(mats)
+            _check_mixes(mats, next(iter(kinds)))
         self.matrices = mats
         self.n = mats[0].n
         self.stochastic = kinds.pop()
@@ -139,28 +139,61 @@ def _check_raw(m, k):
 PRODUCT_CHECK_ENTRIES = 10**7
 
 
-def _check_primitive_product(mats):
-    """A ValueError unless the product of the matrices over one period is primitive, as a :class:`MixingMatrix`
-    must be (one matrix: that matrix): ``Schedule([P])`` of a periodic ``P`` had been accepted, the same ``P`` refused
-    by MixingMatrix as "not primitive". Every matrix with a positive diagonal makes the product primitive wherever
-    the union is strongly connected (checked before): the product is formed only otherwise."""
+def _check_mixes(mats, kind):
+    """A ValueError unless the rounds' matrices, repeated, bring the nodes to agree: one matrix must be primitive, as
+    a :class:`MixingMatrix` must (``Schedule([P])`` of a periodic ``P`` had been accepted, the same ``P`` refused by
+    MixingMatrix); the product over a period of several must be SIA (its powers tend to a rank-one matrix: one
+    closed class of the nodes, aperiodic; ``[P, P]`` is the identity, and a product in which every node copies one
+    leader is fine). Every matrix with a positive diagonal makes it so wherever the union is strongly connected
+    (checked before): the product is formed only otherwise, and not where its pattern could pass
+    :data:`PRODUCT_CHECK_ENTRIES` (bounded before each multiplication)."""
     if all((m.csr.diagonal() > 0).all() for m in mats):
         return
+    if len(mats) == 1:
+        try:
+            _check_primitive(mats[0].csr)
+        except ValueError as exc:
+            raise ValueError(f"the Schedule's matrix must be primitive, as a MixingMatrix must: {exc}") from None
+        return
+    n = mats[0].n
     product = None
-    for m in mats:  # the pattern of A_m ... A_1 (primitivity is the pattern's, the same for its transpose)
+    for m in mats:  # the pattern of A_m ... A_1
         c = m.csr
         M = sp.csr_array((np.ones(c.nnz), c.indices.copy(), c.indptr.copy()), shape=c.shape)
-        product = M if product is None else M @ product
-        product.data[:] = 1.0
-        if product.nnz > PRODUCT_CHECK_ENTRIES:
-            return
-    product.sort_indices()
-    try:
-        _check_primitive(sp.csr_array(product))
-    except ValueError as exc:
-        said = "the Schedule's matrix" if len(mats) == 1 else f"the product of the Schedule's {len(mats)} matrices " \
-            "over its period"
-        raise ValueError(f"{said} must be primitive, as a MixingMatrix must: {exc}") from None
+        if product is not None:
+            widest = int(np.diff(product.indptr).max()) if product.nnz else 0
+            if min(n * n, M.nnz * widest) > PRODUCT_CHECK_ENTRIES:
+                return
+            product = M @ product
+            product.data[:] = 1.0
+        else:
+            product = M
+    _check_sia(product if kind == "row" else sp.csr_array(product.T), len(mats))
+
+
+def _check_sia(P, period):
+    """A ValueError unless the pattern ``P`` (row ``i``: whom node ``i`` hears from over one period of ``period``
+    rounds) has one closed class of nodes and that class is aperiodic."""
+    from scipy.sparse.csgraph import connected_components, shortest_path
+
+    n = P.shape[0]
+    k, labels = connected_components(P, directed=True, connection="strong")
+    rows, cols = np.repeat(np.arange(n), np.diff(P.indptr)), P.indices
+    leaving = labels[rows] != labels[cols]
+    closed = np.setdiff1d(np.arange(k), labels[rows[leaving]])
+    said = f"the product of the Schedule's {period} matrices over its period"
+    if closed.size != 1:
+        first = [int(np.flatnonzero(labels == c)[0]) for c in closed[:2]]
+        raise ValueError(f"{said} leaves {closed.size} groups of nodes that hear only from their own group (nodes "
+                         f"{first[0]} and {first[1]} among them): their values never agree")
+    members = np.flatnonzero(labels == closed[0])
+    S = sp.csr_array(P[members][:, members])
+    distance = shortest_path(S, unweighted=True, indices=0)
+    r, c = S.nonzero()
+    cycle = int(np.gcd.reduce((distance[r] + 1 - distance[c]).astype(np.int64)))
+    if cycle > 1:
+        raise ValueError(f"{said} is periodic (its nodes {int(members[0])}, ... hear from one another in cycles of "
+                         f"a multiple of {cycle} periods): their values rotate and never agree")
 
 
 def one_peer_exponential(n, stochastic="row"):
