@@ -70,14 +70,6 @@ def as_tensor(X):
         return torch.from_numpy(arr)
 
 
-def _same_points(params, written):
-    """Whether ``params`` still hold the values ``written`` into them (a copy): NaN where they were NaN (a diverged
-    step's)."""
-    torch = _torch()
-    with torch.no_grad():
-        return torch.equal(params, written) or bool(((params == written) | (params.isnan() & written.isnan())).all())
-
-
 def from_tensor(T, like=None):
     """``T`` as an array of the kind of ``like`` (no copy): NumPy for a CPU tensor, CuPy (DLPack) for a CUDA
     tensor or when ``like`` is a CuPy array; a torch ``like`` gets the tensor itself."""
@@ -828,21 +820,22 @@ def _optimizer_class():
                 params.copy_(as_tensor(X).reshape(params.shape))
             self._written = getattr(params, "_version", None)  # (torch counts in-place changes: one by the user
             # shows as another count)
-            self._written_values = params.detach().clone()  # (an edit through .data, which torch does not count,
-            # shows as other values: compared once a step, in step(); in zero_grad() too before the first)
+            self._written_values = params.detach().clone() if self._fresh else None  # (before the first step:
+            # weights loaded through .data, which torch does not count, show as other values; read by value then
+            # only, a copy and a read of every parameter a step costing 15-50% of a small model's step, helper 217)
 
-        def _points_kept(self, where, values=True):
+        def _points_kept(self, where):
             """Whether ``replicas.params`` still hold the points the optimizer wrote; where they were changed
             (:meth:`Replicas.set_params`, an in-place edit), restart from them before the first step and say
             whether the points it asks are theirs, else a RuntimeError (its iterates would not see them)."""
             params = self.replicas.params
             if getattr(params, "_version", None) == self._written and (
-                    not values or _same_points(params, self._written_values)):
+                    self._written_values is None or torch.equal(params, self._written_values)):
                 return True
             if not self._fresh:
-                raise RuntimeError(f"{where}: replicas.params were changed since step() set them (set_params, "
-                                   "an in-place edit such as loading weights, or one through .data): the package's "
-                                   "optimizer holds its iterates and would not see the change; set the weights before the first step(), "
+                raise RuntimeError(f"{where}: replicas.params were changed since step() set them (set_params, or an "
+                                   "in-place edit such as loading weights): the package's optimizer holds its "
+                                   "iterates and would not see the change; set the weights before the first step(), "
                                    "or build a new DecentralizedOptimizer from the edited replicas")
             before = params.detach().clone()
             self.inner = self._make()  # (restarted from the weights set)
@@ -870,7 +863,7 @@ def _optimizer_class():
             """Clear ``params.grad`` and the count of backward passes (and, where weights were set in the replicas
             before the first step, restart the optimizer from them)."""
             self._check_groups()
-            self._points_kept("zero_grad()", values=self._fresh)  # (by value once a step: in step())
+            self._points_kept("zero_grad()")
             super().zero_grad(set_to_none=set_to_none)
             self._backwards = 0
             self._stepped = self._stale = False

@@ -982,7 +982,7 @@ def test_weights_set_before_the_first_step_restart_the_optimizer_and_later_edits
                                                                                              through):
     """Weights loaded into the replicas after the optimizer was built were silently dropped: the gradient at the
     new weights was applied to the old ones (0.37 off after one DSGD step). So were weights written through
-    ``params.data``, which torch's version counter does not count, and a later edit that way went unnoticed."""
+    ``params.data``, which torch's version counter does not count (before the first step)."""
     from rowstoch_fast.torch import DecentralizedOptimizer
 
     model, X, y, n_in, n_out = linear_problem
@@ -1003,11 +1003,8 @@ def test_weights_set_before_the_first_step_restart_the_optimizer_and_later_edits
     np.testing.assert_allclose(reps.params.detach().numpy(), want, rtol=1e-12, atol=1e-14)
     with torch.no_grad():
         (reps.params.data if through == "data" else reps.params).mul_(0.5)  # (an edit its iterates would not see)
-    if through == "data":  # (read by value once a step, in step(): helper 217 measured two reads 10-20% of a step)
-        opt.zero_grad()
-        reps.losses(reps(inputs), labels).sum().backward()
-        with pytest.raises(RuntimeError, match=r"step\(\): replicas.params were changed since step\(\) set them"):
-            opt.step()
+    if through == "data":  # (after the first step, not seen: read by value before it only, a copy and a read of
+        # every parameter a step costing 15-50% of a small model's step, helper 217)
         return
     with pytest.raises(RuntimeError, match=r"zero_grad\(\): replicas.params were changed since step\(\) set them"):
         opt.zero_grad()
@@ -1023,24 +1020,6 @@ def test_weights_set_before_the_first_step_restart_the_optimizer_and_later_edits
     fed.replicas.losses(fed.replicas(inputs), labels).sum().backward()  # (there again)
     fed.step()
     assert fed.iteration == 1
-
-
-def test_nan_points_a_step_wrote_are_not_an_edit(linear_problem):
-    """The points written are compared by value too (an edit through ``.data`` is not counted by torch): NaN points
-    a diverged step wrote (``check_finite=False``) are the points it asked, not an edit."""
-    from rowstoch_fast.torch import DecentralizedOptimizer
-
-    model, X, _, _, _ = linear_problem
-    nan = DecentralizedOptimizer(Replicas(model, n=len(X)), "dsgd", topology.exponential(len(X)), lr=0.1,
-                                 check_finite=False)
-    nan.zero_grad()
-    nan.replicas.params.grad = torch.full_like(nan.replicas.params, np.nan)
-    nan.step()
-    assert torch.isnan(nan.replicas.params).all()
-    nan.zero_grad()
-    nan.replicas.params.grad = torch.full_like(nan.replicas.params, np.nan)
-    nan.step()  # (the NaN points it wrote, read by value: no edit)
-    assert nan.iteration == 2
 
 
 def test_the_torch_style_optimizer_refuses_a_stale_gradient_and_another_parameter_group(linear_problem):
