@@ -4670,6 +4670,13 @@ def test_cli_compare_writes_what_finished_before_an_error(tmp_path, monkeypatch,
         return real(self, X, iteration, **kw)
 
     monkeypatch.setattr(NonconvexLogistic, "stochastic_gradient", flaky)
+    real_write, titles = cmp.write_outputs, []
+
+    def writing(*a, **kw):  # (the figure's titles, as a finished comparison's: they had been left out)
+        titles.append(kw.get("titles"))
+        return real_write(*a, **kw)
+
+    monkeypatch.setattr(cmp, "write_outputs", writing)
     code = cli.main(["compare", "--n", "8", "--total", "1600", "--batch", "20", "--algorithms", "dsgd,sgp", "--lr",
                      "0.01", "--rounds-budget", "20", "--repeats", "1", "--out", str(tmp_path), "--no-progress",
                      "--jobs", "1", "--format", fmt])
@@ -4678,6 +4685,7 @@ def test_cli_compare_writes_what_finished_before_an_error(tmp_path, monkeypatch,
     assert f"the algorithms that finished before the error are in {tmp_path / 'compare.csv'}" in err
     assert list(pd.read_csv(tmp_path / "compare.csv")["algorithm"].unique()) == ["dsgd"]
     assert sorted(p.name for p in tmp_path.glob("compare.p*")) == ([] if fmt == "none" else ["compare.pdf"])
+    assert len(titles) == 1 and len(titles[0]) == 1 and "n = 8" in titles[0][0], titles
 
 
 EXPERIMENT = """

@@ -384,7 +384,7 @@ def _compare(args):
         if not frames:
             print("rowstoch: interrupted before any algorithm finished; nothing written", file=sys.stderr)
             return 130
-        titles = [_figure_title(args, g, ns, A.n) for _, (g, _, ns, A, *_) in zip(frames, problems)]
+        titles = _titles(args, frames, problems)
         with signals_held():  # (the tables, figures and settings written together: a signal then ends the command)
             kept = _not_reached(args, frames) if interrupted else None
             written = cmp.write_outputs(frames, args.out, metrics, x_axis[0], formats,
@@ -946,6 +946,11 @@ def _own_draws(problems):
             "(--network-seed plus the repetition's number).")
 
 
+def _titles(args, frames, problems):
+    """The figure rows' titles of ``frames`` (one per graph or setting, in the order of ``problems``)."""
+    return [_figure_title(args, g, ns, A.n) for _, (g, _, ns, A, *_) in zip(frames, problems)]
+
+
 def _figure_title(args, graph, ns, n):
     """A figure panel's title: the graph (directed or not), n and its weights, the objective and the network
     model."""
@@ -964,5 +969,5 @@ def _write_finished_comparison(frames, partial, labelled, args, root, metrics, p
 
         with signals_held():  # (written together, as a finished comparison's are)
             write_outputs(frames, args.out, metrics, x, formats, caption=_caption(args, problems),
-                          kept=_not_reached(args, frames))
+                          titles=_titles(args, frames, problems), kept=_not_reached(args, frames))
         _error(f"the algorithms that finished before the error are in {os.path.join(args.out, 'compare.csv')}")
