@@ -108,7 +108,7 @@ def weights_said(path, normalize=False):
     weights"`` (``", rows normalized"`` with ``normalize``), or ``"in-degree weights"`` for an edge list that
     lists no weights (``src dst``), whose weights it makes."""
     try:
-        if _extension(path) not in (".npz", ".mtx", ".npy") and _edge_list_layout(path)[2] == 2:
+        if not _extension(path) and _edge_list_layout(path)[2] == 2:
             return "in-degree weights: the file lists none"
     except (OSError, *DAMAGED):  # (read once already: gone or damaged since, its words are the general ones)
         pass

@@ -1128,6 +1128,19 @@ def _first_missing(reached, n):
     return int(np.argmin(seen))
 
 
+def graph_period(sends):
+    """The period of the strongly connected graph ``sends`` (an edge ``u -> v`` for ``sends[u, v] != 0``): the gcd
+    over its edges of ``level[u] + 1 - level[v]``, BFS levels from node 0."""
+    from scipy.sparse import csgraph
+
+    order, pred = csgraph.breadth_first_order(sends, 0, directed=True, return_predecessors=True)
+    level = np.zeros(sends.shape[0], dtype=np.int64)
+    for v in order[1:]:
+        level[v] = level[pred[v]] + 1
+    coo = sp.coo_array(sends)
+    return int(np.gcd.reduce(np.abs(level[coo.row] + 1 - level[coo.col])))
+
+
 def _check_primitive(csr, dtype=np.float64):
     """Strongly connected and aperiodic, or raise naming a node that breaks it."""
     from scipy.sparse import csgraph  # (here: it imports scipy.sparse.linalg and scipy.linalg, 80 ms a start)
@@ -1150,13 +1163,7 @@ def _check_primitive(csr, dtype=np.float64):
     _warn_if_nearly_reducible(csr, dtype)
     if (csr.diagonal() > 0).any():
         return  # strongly connected with a self loop: aperiodic
-    # Period = gcd over edges (u -> v) of level[u] + 1 - level[v], BFS levels from node 0.
-    order, pred = csgraph.breadth_first_order(sends, 0, directed=True, return_predecessors=True)
-    level = np.zeros(n, dtype=np.int64)
-    for v in order[1:]:
-        level[v] = level[pred[v]] + 1
-    coo = sends.tocoo()
-    period = int(np.gcd.reduce(np.abs(level[coo.row] + 1 - level[coo.col])))
+    period = graph_period(sends)
     if period != 1:
         raise ValueError(
             f"A must be primitive (aperiodic), but its graph has period {period}: "

@@ -1524,14 +1524,20 @@ def _set_up(algorithm, objective, iterations, repeats, x0, seed, first_repeat, r
 _ALWAYS_DEFINED = ("grad_norm", "grad_norm_centroid", "grad_norm_mean", "loss")
 
 
+def _at_start(rows, metrics, test):
+    """The metrics of ``metrics`` that every objective defines at the start (:data:`_ALWAYS_DEFINED`) whose value in
+    the start's record passes ``test`` in every repetition."""
+    start = [r for r in rows if r[0] == 0]
+    return [m for m in _ALWAYS_DEFINED if m in metrics and start
+            and all(test(r[4 + METRICS.index(m)]) for r in start)]
+
+
 def _warn_overflowing_start(objective, rows, metrics, x0):
     """A RuntimeWarning naming ``x0`` (or the objective's start) where the start's record (finite iterates) holds
     inf in a metric every objective defines there, in every repetition: its values overflow the metrics (an x0 of
     1e300 had recorded inf in every row, the run "done" and not diverged, not a word). A warning, not a refusal: the
     iterates are finite, and a run from 1e160 comes back into range (helper 217)."""
-    names = [m for m in _ALWAYS_DEFINED if m in metrics]
-    start = [r for r in rows if r[0] == 0]
-    inf = [m for m in names if start and all(math.isinf(r[4 + METRICS.index(m)]) for r in start)]
+    inf = _at_start(rows, metrics, math.isinf)
     if inf:
         name = "x0" if x0 is not None else f"the start ({type(objective).__name__}.x0())"
         start_values = np.asarray(x0 if x0 is not None else objective.x0(), dtype=np.float64)
@@ -1546,9 +1552,7 @@ def _warn_unmeasured(objective, rows, metrics):
     """A RuntimeWarning where the start's record (finite iterates: ``x0``, checked) holds NaN in a metric that every
     objective defines there, in every repetition: an objective of the user's whose ``full_gradient`` (or ``loss``)
     returns NaN had every record of the gradient norms NaN, the run "done", not a word (helper 196)."""
-    names = [m for m in _ALWAYS_DEFINED if m in metrics]
-    start = [r for r in rows if r[0] == 0]
-    nan = [m for m in names if start and all(math.isnan(r[4 + METRICS.index(m)]) for r in start)]
+    nan = _at_start(rows, metrics, math.isnan)
     if nan:
         kinds = [k for k, there in (("loss", "loss" in nan), ("gradients", any(m != "loss" for m in nan))) if there]
         warnings.warn(f"{', '.join(nan)} {'is' if len(nan) == 1 else 'are'} NaN at the start (iteration 0, finite "

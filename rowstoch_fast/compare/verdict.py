@@ -920,8 +920,8 @@ def _each_climbs(x, runs, typical, floor):
         ratios.append(float(levels[-1] / levels[j]))
         firsts.append(int(x[1 + j]))
         climbs_.append((x[1 + j:], np.log(values[j:])))
-    levels = smoothed(typical[1:], 3)[2:]
-    if _settled(typical, float(levels[-1] / levels.min())) or _slowing(climbs_):
+    levels, j = _lowest_level(typical)
+    if _settled(typical, float(levels[-1] / levels[j - 1])) or _slowing(climbs_):
         return None
     return min(ratios), max(ratios), max(firsts)
 

@@ -133,8 +133,19 @@ def _base_entries(base, t, r):
 
 def _unconnected(M, stochastic="row"):
     """A MixingMatrix that may be disconnected on its own (a schedule needs connectivity only over its period):
-    the sums are checked, not the strong connectivity."""
+    the sums are checked, not the strong connectivity; a complex matrix (its imaginary parts had been dropped, with
+    SciPy's ComplexWarning alone) or one of no node is refused, as MixingMatrix refuses them."""
+    dtype = getattr(M, "dtype", None)
+    if dtype is None:
+        try:
+            dtype = np.asarray(M).dtype
+        except (ValueError, TypeError):  # (ragged rows: the reader below says it)
+            pass
+    if dtype is not None and np.issubdtype(dtype, np.complexfloating):
+        raise TypeError(f"W must be real, got complex dtype {dtype}")
     csr = sp.csr_matrix(M, dtype=np.float64)
+    if 0 in csr.shape:
+        raise ValueError(f"W must have at least one node, got shape {csr.shape}")
     sums = np.asarray(csr.sum(axis=1 if stochastic == "row" else 0)).ravel()
     if csr.shape[0] != csr.shape[1] or (csr.data < 0).any() or not np.allclose(sums, 1.0, rtol=0, atol=1e-12):
         raise ValueError(f"every matrix of a Schedule must be square, non-negative and {stochastic}-stochastic"

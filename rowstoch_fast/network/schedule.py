@@ -10,7 +10,7 @@ import scipy.sparse as sp
 
 from .._checks import check_choice, check_int, require_memory
 from .._hashing import MAX_T
-from ..mixing import BUILD_BYTES_PER_ENTRY, MixingMatrix, _check_primitive
+from ..mixing import BUILD_BYTES_PER_ENTRY, MixingMatrix, _check_primitive, graph_period
 from ._rounds import _unconnected
 from .base import Network
 
@@ -45,8 +45,6 @@ class Schedule(Network):
             if isinstance(m, Network):  # (a layer's rounds vary on their own: it goes over the schedule, not in it)
                 raise TypeError(f"matrices[{k}] is a {type(m).__name__} network: a Schedule takes matrices; put the "
                                 f"layer over the schedule instead, e.g. {type(m).__name__}(Schedule([...]), ...)")
-            if not isinstance(m, MixingMatrix):
-                _check_raw(m, k)
             try:
                 mats.append(m if isinstance(m, MixingMatrix) else _unconnected(m))
             except (TypeError, ValueError) as exc:
@@ -120,20 +118,6 @@ def _check_jointly_connected(mats):
                          f"{outside} or node {int(members[0])} never hears from the other")
 
 
-def _check_raw(m, k):
-    """A TypeError / ValueError naming ``matrices[k]`` for what a Schedule's reader of arrays had taken silently: a
-    complex matrix (its imaginary parts dropped, with SciPy's ComplexWarning alone) or one of no node."""
-    try:
-        dtype = m.dtype if sp.issparse(m) else np.asarray(m).dtype
-        shape = m.shape if sp.issparse(m) else np.shape(m)
-    except (ValueError, TypeError):  # (ragged rows: the reader below says it)
-        return
-    if np.issubdtype(dtype, np.complexfloating):
-        raise TypeError(f"matrices[{k}]: W must be real, got complex dtype {dtype}")
-    if len(shape) == 2 and 0 in shape:
-        raise ValueError(f"matrices[{k}]: W must have at least one node, got shape {tuple(shape)}")
-
-
 #: The most entries the pattern of a Schedule's product over its period may reach while it is checked (beyond, the
 #: product is not formed: its matrices without self loops are then taken as they are).
 PRODUCT_CHECK_ENTRIES = 10**7
@@ -174,7 +158,7 @@ def _check_mixes(mats, kind):
 def _check_sia(P, period):
     """A ValueError unless the pattern ``P`` (row ``i``: whom node ``i`` hears from over one period of ``period``
     rounds) has one closed class of nodes and that class is aperiodic."""
-    from scipy.sparse.csgraph import connected_components, shortest_path
+    from scipy.sparse.csgraph import connected_components
 
     n = P.shape[0]
     k, labels = connected_components(P, directed=True, connection="strong")
@@ -187,10 +171,7 @@ def _check_sia(P, period):
         raise ValueError(f"{said} leaves {closed.size} groups of nodes that hear only from their own group (nodes "
                          f"{first[0]} and {first[1]} among them): their values never agree")
     members = np.flatnonzero(labels == closed[0])
-    S = sp.csr_array(P[members][:, members])
-    distance = shortest_path(S, unweighted=True, indices=0)
-    r, c = S.nonzero()
-    cycle = int(np.gcd.reduce((distance[r] + 1 - distance[c]).astype(np.int64)))
+    cycle = graph_period(sp.csr_array(P[members][:, members])) if members.size > 1 else 1
     if cycle > 1:
         raise ValueError(f"{said} is periodic (its nodes {int(members[0])}, ... hear from one another in cycles of "
                          f"a multiple of {cycle} periods): their values rotate and never agree")
