@@ -1641,6 +1641,53 @@ def test_a_climb_in_every_repetition_is_unstable_and_one_that_settles_at_a_level
     assert verdict._each_climbs(it.astype(float), runs, np.median(runs, axis=1), 1e-300) is not None
 
 
+def test_a_run_shown_at_the_next_stable_rate_says_where_it_climbs_too_and_where_the_tuned_rate_ended(monkeypatch):
+    """Helper 216: where a tuned rate climbed in every repetition (``unstable``), the next stable rate shown instead
+    ended the same or worse at the budget (Push-Pull over losses: 0.0438 at its tuned 1.0, 0.0511 at 0.562) and
+    climbed too, short of the twofold (its repetitions below, 1.57-1.71x from their lowest levels): the setting's
+    climb, which the table did not say, nor where the tuned rate had ended. The note says both; not where the run
+    shown only wanders about a noise floor (ABM at 0.1 on a sleepy graph, its repetitions ending 1.1-3.1x above
+    their lowest levels), nor after a divergence (its end says nothing its growth does not)."""
+    from rowstoch_fast.compare import method as method_module
+
+    climbing = np.array([
+        [0.147, 0.0279, 0.029, 0.0261, 0.0261, 0.0278, 0.027, 0.0263, 0.0254, 0.0272, 0.026, 0.0258, 0.0262, 0.0316,
+         0.0369, 0.0354, 0.0333, 0.0349, 0.0329, 0.0346, 0.0374, 0.0377, 0.0322, 0.0359, 0.0423, 0.0448],
+        [0.147, 0.0311, 0.0327, 0.0358, 0.0379, 0.0392, 0.0378, 0.0403, 0.0405, 0.0432, 0.0421, 0.0406, 0.0416, 0.0439,
+         0.0456, 0.0487, 0.0504, 0.0529, 0.0557, 0.0579, 0.0568, 0.0535, 0.0556, 0.0544, 0.057, 0.0584],
+        [0.147, 0.0327, 0.0326, 0.0328, 0.0313, 0.0314, 0.0354, 0.0376, 0.0361, 0.0343, 0.0338, 0.0355, 0.037, 0.0363,
+         0.0413, 0.0455, 0.047, 0.0452, 0.0411, 0.0397, 0.0419, 0.0414, 0.0472, 0.0512, 0.0522, 0.0503]]).T
+    floor = np.array([
+        [4.56, 0.375, 0.122, 0.0839, 0.0643, 0.0866, 0.103, 0.135, 0.0797, 0.153, 0.0697, 0.109, 0.16, 0.053, 0.0688,
+         0.0765, 0.1, 0.0606, 0.0268, 0.0388, 0.0596, 0.0471, 0.0403, 0.0722, 0.0873, 0.0656],
+        [4.56, 0.241, 0.102, 0.0827, 0.0576, 0.0563, 0.0679, 0.0579, 0.137, 0.144, 0.136, 0.0909, 0.0622, 0.0722,
+         0.0554, 0.127, 0.0794, 0.0487, 0.0652, 0.0635, 0.0728, 0.0759, 0.0719, 0.0401, 0.0452, 0.0996],
+        [4.56, 0.246, 0.0721, 0.0465, 0.0434, 0.101, 0.0532, 0.0904, 0.0891, 0.0456, 0.0787, 0.0317, 0.0302, 0.0491,
+         0.0245, 0.0587, 0.0353, 0.0625, 0.066, 0.013, 0.0507, 0.108, 0.0816, 0.156, 0.0914, 0.0754]]).T
+
+    def frame(values):
+        rows = [(32 * k, rep, v) for rep in range(values.shape[1]) for k, v in enumerate(values[:, rep])]
+        return pd.DataFrame(rows, columns=["iteration", "rep", "suboptimality"])
+
+    said = verdict.climbs_too(frame(climbing), "suboptimality")
+    assert said == ("its repetitions climb here too, 1.57-1.71x from their lowest levels to the end (short of the "
+                    "twofold): the climb is the setting's as much as the rate's"), said
+    assert verdict.climbs_too(frame(floor), "suboptimality") == ""
+    assert verdict.climbs_too(frame(climbing[:, :2]), "suboptimality") == ""  # (two repetitions)
+    assert verdict.climbs_too(frame(climbing), "grad_norm") == ""  # (not recorded)
+    assert verdict.status_of(frame(climbing), "suboptimality", {}, lr=0.562, lr_source="next stable",
+                             iterations=800)[0] == "ok"
+    failed = {"lr": 1.0, "status": "unstable", "final": 0.0438, "diagnosis": "suboptimality climbed 2.15-2.78x ...; "
+              "try a loss-robust method"}
+    assert method_module._retry_note(failed, said) == (
+        "the tuned rate 1 was unstable, ending at 0.0438: suboptimality climbed 2.15-2.78x ...; shown at the next "
+        "stable rate of its tuning, where " + said)
+    assert method_module._retry_note({**failed, "status": "diverged", "final": 4e256}) == (
+        "the tuned rate 1 was diverged: suboptimality climbed 2.15-2.78x ...; shown at the next stable rate of its "
+        "tuning")
+    assert method_module._retry_note({**failed, "final": None}).startswith("the tuned rate 1 was unstable: ")
+
+
 def test_repetitions_that_agree_climb_back_as_one_trajectory_and_a_noise_floor_s_need_the_tenfold():
     """Helper 153's F1b: Push-Pull over uniform delays at a given rate, its three repetitions' logarithms 0.09 apart,
     fell from 5.43 to 0.048 by iteration 48 and climbed back to 2.55 by the end, 53x, and was ``ok`` and ranked:
@@ -1818,6 +1865,45 @@ def test_a_tuned_rate_the_evaluation_undoes_runs_again_at_the_next_stable_rate(m
     monkeypatch.setattr(method_module, "tune", lambda *a, **k: (50.0, {"stages": [{"scores": {50.0: 1e-3}}]}))
     alone = cmp.compare(A, f, "dgd", 100, repeats=2, progress=False, points=5, metric="suboptimality")
     assert set(alone["status"]) == {"diverged"} and set(alone["lr_source"]) == {"tuned"}  # (nothing below it)
+
+
+def test_a_tuned_rate_found_unstable_is_said_with_where_it_ended_and_the_climb_of_the_rate_shown(monkeypatch):
+    """The wiring of the note above: the tuned rate's evaluation ``unstable`` (a climb), its repetitions' mean end
+    kept in the tuning record (``retried["final"]``, strict JSON: None where not finite) and said, and what
+    :func:`~rowstoch_fast.compare.verdict.climbs_too` finds in the run shown at the next stable rate said after it."""
+    from rowstoch_fast.compare import method as method_module
+    from rowstoch_fast.compare.outputs import json_tuning
+
+    A = topology.exponential(8)
+    f = LeastSquares.synthetic(8, samples_per_node=10, d=4, seed=0)
+    record = {"metric": "suboptimality", "chosen": 0.3,
+              "stages": [{"name": "grid", "scores": {0.3: 1e-3, 0.1: 2e-3}, "rejected": {}, "curves": {}}]}
+    monkeypatch.setattr(method_module, "tune", lambda *a, **k: (0.3, copy.deepcopy(record)))
+    real, judged = method_module._judged, []
+
+    def judge(plan, method, frame, meta, lr, source, rec):
+        judged.append((lr, float(np.mean(verdict._ends(frame, "suboptimality")))))
+        return ("unstable", "suboptimality climbed 2.2-2.8x from its lowest level; try more rounds") \
+            if len(judged) == 1 else real(plan, method, frame, meta, lr, source, rec)
+
+    monkeypatch.setattr(method_module, "_judged", judge)
+    monkeypatch.setattr(method_module, "climbs_too", lambda frame, metric: "it climbs here too")
+    frame = cmp.compare(A, f, "dgd", 100, repeats=3, progress=False, points=5, metric="suboptimality")
+    why = frame["diagnosis"].iloc[0]
+    assert [lr for lr, _ in judged] == [0.3, 0.1] and set(frame["lr"]) == {0.1}
+    assert why.startswith(f"the tuned rate 0.3 was unstable, ending at {judged[0][1]:.3g}: suboptimality climbed "
+                          "2.2-2.8x from its lowest level; shown at the next stable rate of its tuning, where it "
+                          "climbs here too"), why
+    assert frame.attrs["tuning"]["dgd"]["retried"]["final"] == pytest.approx(judged[0][1], rel=1e-12)
+    monkeypatch.setattr(method_module, "climbs_too", lambda frame, metric: "")
+    judged.clear()
+    with np.errstate(over="ignore"):
+        monkeypatch.setattr(method_module, "ends", lambda frame, metric: np.array([np.inf, 1.0]))
+        again = cmp.compare(A, f, "dgd", 100, repeats=3, progress=False, points=5, metric="suboptimality")
+    assert again["diagnosis"].iloc[0].startswith("the tuned rate 0.3 was unstable: suboptimality climbed ")
+    assert again["diagnosis"].iloc[0].endswith("; shown at the next stable rate of its tuning")
+    assert again.attrs["tuning"]["dgd"]["retried"]["final"] is None
+    assert json.dumps(json_tuning(again.attrs["tuning"]), allow_nan=False)
 
 
 def test_a_run_at_the_next_stable_rate_interrupted_resumes_there(monkeypatch, tmp_path):

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 import os
 import re
 import time
@@ -15,7 +16,8 @@ from ..network import Network, draws, effects_of, losses_of, redrawn, source_of
 from ..runner import BELOW_OPTIMUM_WORDS, check_takes, run
 from .tuning import (DAMAGED, UNTUNABLE, NoStableRate, converged_for, exact_tuning, forget_stages, spread_floor,
                      tune)
-from .verdict import NEXT_STABLE, RETRIED, cause, clauses, family_members, next_stable, status_of
+from .verdict import (NEXT_STABLE, RETRIED, _ends as ends, cause, clauses, climbs_too, family_members, next_stable,
+                      status_of)
 
 __all__ = ["Outcome", "judge_run", "run_method"]
 
@@ -440,12 +442,18 @@ def _judged(plan, method, frame, meta, lr, source, record):
                      tuning=record, context=_context(plan, method))
 
 
-def _retry_note(failed):
+def _retry_note(failed, also=""):
     """What a diagnosis says of a method shown at :func:`~.verdict.next_stable`'s rate: what its tuned rate did in
-    the evaluation (its diagnosis up to its hints)."""
+    the evaluation (its diagnosis up to its hints) and where it ended (``failed["final"]``, the mean of its
+    repetitions' last records, where finite and it was ``unstable``: the rate shown may end higher: helper
+    216's Push-Pull, 0.0438 at its tuned rate and 0.0511 at the next); ``also``: what the run shown did too
+    (:func:`~.verdict.climbs_too`)."""
     why = cause(str(failed.get("diagnosis", "")))
-    return (f"the tuned rate {failed['lr']:.3g} was {failed['status']}" + (f": {why}" if why else "")
-            + "; shown at the next stable rate of its tuning")
+    final = failed.get("final")
+    ended = f", ending at {final:.3g}" if isinstance(final, (int, float)) and math.isfinite(final) \
+        and failed.get("status") == "unstable" else ""  # (a diverged run's end says nothing its growth does not)
+    return (f"the tuned rate {failed['lr']:.3g} was {failed['status']}{ended}" + (f": {why}" if why else "")
+            + "; shown at the next stable rate of its tuning" + (f", where {also}" if also else ""))
 
 
 def _forget_runs(plan, method):
@@ -499,8 +507,12 @@ def run_method(plan, method, *, progress=False, log=None):
             log(f"{method.label}: {status} at its tuned rate {lr:g}: run again at the next stable rate of its "
                 f"tuning, {alt:g}")
             spent = float(frame["total_wall_seconds"].iloc[0])
+            with np.errstate(invalid="ignore", over="ignore"):
+                final = float(np.mean(ends(frame, plan.metric))) if plan.metric in frame.columns else math.nan
+            final = final if math.isfinite(final) else None  # (lr.json's: strict JSON)
             record = {**record, "retried": {"lr": lr, "status": status, "diagnosis": diagnosis, "wall_seconds": spent,
-                                              "next_stable": alt}}  # (the rate run: tuning.png marks it)
+                                              "next_stable": alt, "final": final}}  # (the rate run: tuning.png
+            # marks it)
             lr, source = alt, NEXT_STABLE
             _forget_runs(plan, method)  # (the failed rate's checkpoints: a resume goes on at the new rate)
             with warnings.catch_warnings():
@@ -510,7 +522,9 @@ def run_method(plan, method, *, progress=False, log=None):
             frame["total_wall_seconds"] += spent  # (the method's time: both runs)
             status, diagnosis = _judged(plan, method, frame, meta, lr, source, record)
         if source == NEXT_STABLE and (record or {}).get("retried"):  # (run at it, or resumed there)
-            diagnosis = _retry_note(record["retried"]) + (f"; here: {diagnosis}" if diagnosis else "")
+            also = climbs_too(frame, plan.metric) if status == "ok" and record["retried"].get("status") == "unstable" \
+                else ""
+            diagnosis = _retry_note(record["retried"], also) + (f"; here: {diagnosis}" if diagnosis else "")
             if meta.get("earlier_total_kept") is False:  # (resumed from its first repetition: no earlier record
                 # carries the failed rate's run's time)
                 frame["total_wall_seconds"] += float(record["retried"].get("wall_seconds", 0.0))

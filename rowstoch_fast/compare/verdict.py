@@ -15,7 +15,9 @@ Statuses (:data:`STATUSES`):
   (:func:`~rowstoch_fast.compare.tuning.climbs`), or some of its repetitions, not all, go back above their start
   (at the end, or after falling below half of it) while the others make progress (a rate one draw undoes). A
   tuned rate found ``diverged`` or ``unstable`` runs again, once, at the best stable rate of the tuning at least a
-  fifth of a decade below it (:func:`next_stable`), and the table shows that run, its rate's source ``next stable``.
+  fifth of a decade below it (:func:`next_stable`), and the table shows that run, its rate's source ``next stable``
+  (where the tuned rate was ``unstable``, its diagnosis says where that rate ended, and whether the run shown climbs
+  too: :func:`climbs_too`).
   Where the tuner found no stable rate (its source ``none stable``), the rate shown is its fallback
   (:func:`~rowstoch_fast.compare.tuning.tune`'s) and its evaluation's repetitions decide the status as above, the
   diagnosis saying what no rate of the grid did (:func:`none_did`, :func:`tuning_failures`); where the tuning
@@ -59,7 +61,7 @@ from .tuning import (CLIMB, CONVERGED, NO_PROGRESS, SPREAD, STABILITY_FACTOR, TA
                      _tail, off_its_minimum, rising, runaway, smoothed, typical_curve)
 
 __all__ = ["STATUSES", "NO_PROGRESS", "TIE_LEVEL", "TIE_MARGIN", "NEXT_STABLE", "status_of", "ranks", "holm", "welch_p",
-           "cause", "clauses", "tuning_failures", "hint_outcomes", "next_stable"]
+           "cause", "clauses", "climbs_too", "tuning_failures", "hint_outcomes", "next_stable"]
 
 STATUSES = ("ok", "diverged", "no-progress", "unstable", "interrupted")
 #: The statuses of an evaluation at a tuned rate that run it again at :func:`next_stable`'s rate.
@@ -889,13 +891,13 @@ def _late_climb(x, runs, typical):
 EACH_RISES = 0.6
 
 
-def _each_climbs(x, runs, typical, floor):
+def _each_climbs(x, runs, typical, floor, factor=STABILITY_FACTOR):
     """``(least, most, iteration)`` where every one of three repetitions or more (``runs``: records at ``x`` x
     repetitions, the first the start; values below ``floor`` read as it) climbs on from its own lowest level to the
     end of the budget, and their typical curve ``typical`` has not settled there (:func:`_settled`): in each, past
     the start, the lowest of its levels (the geometric means of three records) comes in the first half of the
-    records (:data:`RAMP_RECORDS` at least after it), its last level is
-    :data:`~rowstoch_fast.compare.tuning.STABILITY_FACTOR` times that lowest one or more, :data:`EACH_RISES` of its
+    records (:data:`RAMP_RECORDS` at least after it), its last level is ``factor`` (the tuner's
+    :data:`~rowstoch_fast.compare.tuning.STABILITY_FACTOR`) times that lowest one or more, :data:`EACH_RISES` of its
     levels from there rise, and the line through the logarithm of its records from there rises by more than twice
     its standard error; ``least`` and ``most`` the repetitions' ratios of last to lowest level, ``iteration`` the
     last of their lowest levels' first records. Else None. Helper 212: Pull-Diag-GT at 0.0562 on an exponential
@@ -913,7 +915,7 @@ def _each_climbs(x, runs, typical, floor):
     for values in np.maximum(runs[1:], floor).T:
         levels = smoothed(values, 3)[2:]
         j = int(np.argmin(levels))  # (level j: records j .. j + 2 past the start)
-        if len(values) - j < max(RAMP_RECORDS, len(values) // 2) or levels[-1] < STABILITY_FACTOR * levels[j]:
+        if len(values) - j < max(RAMP_RECORDS, len(values) // 2) or levels[-1] < factor * levels[j]:
             return None
         if np.mean(np.diff(levels[j:]) > 0) < EACH_RISES or not rising(x[1 + j:], np.log(values[j:])):
             return None
@@ -951,6 +953,33 @@ def _slowing(climbs_):
 
     early = slope(False)
     return early > 0 and slope(True) < EACH_PACE * early
+
+
+#: The least ratio of every repetition's last level to its lowest for :func:`climbs_too`.
+ALIKE = 1.5
+
+
+def climbs_too(frame, metric):
+    """Where every repetition of a run (``frame``'s records of ``metric``: a method shown at :func:`next_stable`'s
+    rate, its tuned rate ``unstable``) climbs from its own lowest level to the end as :func:`_each_climbs` reads a
+    climb, by :data:`ALIKE` times that level or more (short of the twofold that makes a run ``unstable``), one
+    phrase; else "". Helper 216: where a tuned rate climbed in every repetition, the next stable rate shown instead
+    ended the same or worse at the budget and climbed on over four times it in all four cases checked (Push-Pull at
+    0.562 over losses: 1.57-1.71x from its repetitions' lowest levels within the budget, ``ok``), the climb the
+    setting's (2-bit compression, losses), not the rate's; the table says so beside the rate it shows. Of the other
+    six such runs of helper 216's problems, whose repetitions ended 1.1-4.3x above their lowest levels, none."""
+    curves = _curves(frame, metric) if metric in frame.columns else None
+    runs = curves.to_numpy(np.float64) if curves is not None else np.empty((0, 0))
+    if runs.ndim != 2 or runs.shape[1] < CLIMB_SPREAD_REPEATS or len(runs) < 4 or not np.isfinite(runs).all() \
+            or not runs[0].mean() > 0:
+        return ""
+    floor = max(CONVERGED * float(runs[0].mean()), 1e-300)
+    typical = np.maximum(typical_curve(runs), floor)
+    found = _each_climbs(curves.index.to_numpy(np.float64), runs, typical, floor, ALIKE)
+    if found is None:
+        return ""
+    return (f"its repetitions climb here too, {_span(found[:2])}x from their lowest levels to the end (short of the "
+            "twofold): the climb is the setting's as much as the rate's")
 
 
 def _still_falling(means):
