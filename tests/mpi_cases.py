@@ -382,6 +382,49 @@ def case_assigned_apart(out):
         np.savez(out, outcomes=np.array(outcomes), names=np.array(list(runs)))
 
 
+def case_asktell_apart(out):
+    """ask / tell / cancel called on one rank and not the other: rank 1 cancels and asks again while rank 0 tells
+    (a step's exchanges run once more on rank 1: a hang in the next collective), or tells without an ask while
+    rank 0 tells (rank 1 refused alone while rank 0 waited in tell's agreement: a hang); each now a refusal on
+    every rank naming what each called. Called alike on every rank (cancels included), the steps of step()."""
+    A = topology.exponential(8)
+    b = np.arange(16.0).reshape(8, 2)
+
+    def made(apart):
+        opt = PullDiagGT(A, np.zeros((8, 2)), 0.05, backend="mpi")
+        for k in range(6):
+            X = opt.ask()
+            if k == 3:
+                apart(opt)
+            opt.tell(X - b[opt.local_nodes])
+        return opt
+
+    def reasked(opt):
+        if rank == 1:
+            opt.cancel()
+            opt.ask()
+
+    def cancelled(opt):
+        if rank == 1:
+            opt.cancel()
+
+    def alike(opt):
+        opt.cancel()
+        opt.ask()
+
+    def same():
+        x = made(alike).gather_x()
+        ref = PullDiagGT(A, np.zeros((8, 2)), 0.05, backend="mpi")
+        for _ in range(5):
+            ref.step(lambda X: X - b[ref.local_nodes])
+        assert np.array_equal(x, ref.gather_x()), "ask/tell with a cancel on every rank differs from step()"
+
+    runs = {"same": same, "reasked": lambda: made(reasked), "cancelled": lambda: made(cancelled)}
+    outcomes = comm.gather([_outcome(fn) for fn in runs.values()], root=0)
+    if rank == 0:
+        np.savez(out, outcomes=np.array(outcomes), names=np.array(list(runs)))
+
+
 def case_states_differ(out):
     """state_dict() (None on the ranks but the root) passed straight to from_state_dict: an AttributeError on rank 1
     while rank 0 waited for it, a hang; ranks resuming states one step apart ran on, mixed, or hung (local steps)."""

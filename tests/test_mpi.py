@@ -397,6 +397,19 @@ def test_an_optimizer_built_differently_on_the_ranks_is_refused_on_every_rank(tm
         assert outcome["lr"].endswith("lr is 0.05 on rank 0 and 0.1 on rank 1; every rank must run the same")
 
 
+def test_ask_tell_and_cancel_called_apart_are_refused_on_every_rank(tmp_path):
+    """A rank that cancels and asks again while the others tell ran its step's exchanges once more than they did
+    (a hang, documented), and one that tells without a pending ask was refused alone while the others waited in
+    tell's agreement (a hang): ask and tell now agree on what each rank calls, a refusal on every rank."""
+    for outcome in outcomes_per_rank("asktell_apart", tmp_path):
+        assert outcome["same"] == "no error"
+        assert outcome["reasked"].startswith("RuntimeError: ask() and tell() must be called on every MPI rank alike: "
+                                             "rank 0 called tell() at iteration "), outcome["reasked"]
+        assert "and rank 1 ask()" in outcome["reasked"], outcome["reasked"]
+        assert "tell() at iteration" in outcome["cancelled"] and "without a pending ask()" in outcome["cancelled"], \
+            outcome["cancelled"]
+
+
 def test_settings_assigned_on_one_rank_after_construction_are_refused_on_every_rank(tmp_path):
     for outcome in outcomes_per_rank("assigned_apart", tmp_path):
         assert outcome["both_ranks"] == "no error"

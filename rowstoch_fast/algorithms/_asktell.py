@@ -19,6 +19,11 @@ from .._checks import fmt_value
 __all__ = ["AskTell"]
 
 
+#: What a RuntimeError says where the MPI ranks call ask() and tell() apart (one cancelled and asks again, or tells
+#: without a pending ask, while the others tell): :meth:`~rowstoch_fast.backends.base.Backend.agreed`'s rule.
+APART = "ask() and tell() must be called on every MPI rank alike"
+
+
 class _Asked(Exception):
     """Raised by ``ask``'s ``grad_fn`` where the step needs gradients (an Exception: under MPI every rank raises
     it at the same call, and the ranks agree as for any error)."""
@@ -124,6 +129,8 @@ class AskTell:
             what = "a per-sample oracle" if self.gradients == "samples" else "an oracle of local prox(V, step)"
             raise TypeError(f"{type(self).__name__} takes {what}, not gradients at points: "
                             "ask()/tell() is for grad_fn-style methods; use step(oracle)")
+        self._ops.agreed(APART, f"ask() at iteration {self.iteration}", lambda: None)  # (under MPI: a rank that
+        # cancelled and asks again while the others tell ran its step's exchanges once more than they did, a hang)
         self._asked = None
         for _ in range(2):  # (a step that needs no gradient: the next one does)
             try:
@@ -166,6 +173,18 @@ class AskTell:
             at the last finished iteration.
         """
         asked = self._asked
+        self._ops.agreed(APART, f"tell() at iteration {self.iteration}" + (" without a pending ask()" if asked is None
+                                                                          else ""),
+                         self._check_tell, asked, G)  # (under MPI: a refusal on every rank, not a hang in the step)
+        self._asked = None
+        try:
+            self.step(_Probe(G, self))
+        except _Asked as stop:  # (a second gradient in the same step: asked now, handed out by the next ask())
+            self._asked = (stop.points, self._state_token())
+            self._unseen = True
+
+    def _check_tell(self, asked, G):
+        """That ``tell(G)`` has points asked (``asked``), still the step's, and a ``G`` that fits them."""
         if asked is None:
             raise RuntimeError(f"{type(self).__name__}.tell(G) without a pending ask(): call X = opt.ask(), "
                                "compute the gradients G at X, then opt.tell(G)")
@@ -179,13 +198,7 @@ class AskTell:
             self.cancel()
             raise RuntimeError(f"{type(self).__name__}.tell(G): the optimizer changed since ask() (stepped, x set or "
                                "resumed), so G is not at its points: call X = opt.ask() again")
-        self._ops.call(self._check_told, G)  # (under MPI: a refusal on every rank, not a hang in the step)
-        self._asked = None
-        try:
-            self.step(_Probe(G, self))
-        except _Asked as stop:  # (a second gradient in the same step: asked now, handed out by the next ask())
-            self._asked = (stop.points, self._state_token())
-            self._unseen = True
+        self._check_told(G)
 
     def cancel(self):
         """Drop the points :meth:`ask` is waiting for gradients at (:meth:`ask` computes them again; a rate

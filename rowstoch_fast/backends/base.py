@@ -195,6 +195,11 @@ class Backend:
         """Run ``fn(*args)`` (under MPI: on every rank, raising on all if it raises on one)."""
         return fn(*args)
 
+    def agreed(self, rule, doing, fn, *args):
+        """:meth:`call`, where under MPI every rank must be ``doing`` the same (text: ``"tell() at iteration
+        3"``): where one is not, a RuntimeError on every rank, ``rule`` (what was broken) and both doings."""
+        return fn(*args)
+
     def attach(self, n, dtype, matrices):
         """Prepare for these :class:`MixingMatrix` objects (on ``n`` nodes) and value type."""
         self.n = n

@@ -51,14 +51,16 @@ def polled_barrier(timeout=None):
     return True
 
 
-def collective(comm, fn, *args, **kwargs):
-    """Run ``fn`` on every rank; if it raises on any rank, raise on all (the original error where it happened)."""
+def collective(comm, fn, *args, tag=None, **kwargs):
+    """Run ``fn`` on every rank; if it raises on any rank, raise on all (the original error where it happened).
+    ``tag``: ``(rule, doing)``, what this rank is doing (text) and the rule it breaks where another rank is doing
+    something else: then a RuntimeError on every rank, naming both (:meth:`MpiBackend.agreed`)."""
     error = None
     try:
         result = fn(*args, **kwargs)
     except Exception as exc:  # noqa: BLE001 - re-raised below, on every rank
         error, result = exc, None
-    remote = remote_failure(comm, error)
+    remote = remote_failure(comm, error, tag)
     if error is not None:
         raise error
     if remote is not None:
@@ -66,11 +68,18 @@ def collective(comm, fn, *args, **kwargs):
     return result
 
 
-def remote_failure(comm, error):
+def remote_failure(comm, error, tag=None):
     """Collective: every rank tells the others ``error`` (its exception, or None); the
     :class:`~rowstoch_fast.errors.RemoteError` naming the first rank that failed, for a rank that did not (None for
-    one that did, which raises its own, and where none did)."""
-    messages = comm.allgather(None if error is None else f"{type(error).__name__}: {error}")
+    one that did, which raises its own, and where none did). With ``tag`` (``(rule, doing)``, :func:`collective`'s)
+    the ranks' doings are compared first: where one differs from rank 0's, a RuntimeError raised on every rank."""
+    gathered = comm.allgather((None if tag is None else tag[1],
+                               None if error is None else f"{type(error).__name__}: {error}"))
+    doings = [d for d, _ in gathered]
+    apart = next((r for r, d in enumerate(doings) if d != doings[0]), None)
+    if apart is not None:
+        raise RuntimeError(f"{tag[0]}: rank 0 called {doings[0]} and rank {apart} {doings[apart]}")
+    messages = [m for _, m in gathered]
     failed = [(r, m) for r, m in enumerate(messages) if m is not None]
     if error is not None or not failed:
         return None
@@ -280,6 +289,9 @@ class MpiBackend(CpuBackend):
 
     def call(self, fn, *args):
         return collective(self.comm, fn, *args)
+
+    def agreed(self, rule, doing, fn, *args):
+        return collective(self.comm, fn, *args, tag=(rule, doing))
 
     def check_x0(self, x0, dtype):
         if np.dtype(dtype) != np.float64:
