@@ -19,6 +19,7 @@ import numbers
 import os
 import re
 import sys
+import textwrap
 
 import numpy as np
 
@@ -268,10 +269,13 @@ def _backend_chosen(matplotlib):
 
 def style(i):
     """Colour, marker and line style of the ``i``-th line: the first :data:`DISTINCT_STYLES` (48) differ in their
-    (colour, line style) pair and in their marker; then the cycle repeats."""
+    (colour, line style) pair, the first 96 in their (colour, marker) pair (each round of the palette shifts the
+    markers by one: lines ``i`` and ``i + 24`` had shared both, differing in their dashes alone, helper 219's
+    SONATA and LT-ADMM two black diamonds); then the cycle repeats."""
     i = check_int(i, "i")  # ("a": a TypeError of % formatting, helper 204)
-    return {"color": COLOURS[i % len(COLOURS)], "marker": MARKERS[i % len(MARKERS)],
-            "linestyle": LINESTYLES[(i // len(COLOURS)) % len(LINESTYLES)]}
+    colour, round_ = i % len(COLOURS), i // len(COLOURS)
+    return {"color": COLOURS[colour], "marker": MARKERS[(colour + round_) % len(MARKERS)],
+            "linestyle": LINESTYLES[round_ % len(LINESTYLES)]}
 
 
 def _undated(format):
@@ -448,10 +452,12 @@ def draw(ax, frame, metric, x="rounds"):
     ax.set_yscale("linear" if linear else "log")
     ax.set_ylim(floor if linear else floor / 1.5, high)
     if x in COUNTED:  # (matplotlib writes counts below 1e6 in full: "100000200000300000" under a narrow panel)
-        from matplotlib.ticker import EngFormatter
+        from matplotlib.ticker import EngFormatter, MaxNLocator
 
         ax.xaxis.set_major_formatter(EngFormatter(unit=COUNTED[x], sep="\N{THIN SPACE}"))
-    ax.set_xlabel(label)
+        ax.xaxis.set_major_locator(MaxNLocator(nbins=X_TICKS, steps=[1, 2, 2.5, 5, 10], min_n_ticks=3))  # (a unit widens each
+        # tick: "0 B50 kB100 kB150 kB" ran together at eight ticks, helper 219)
+    ax.set_xlabel(textwrap.fill(label, X_LABEL_WIDTH))  # (a cost's weights ran into the next panel's label)
     ax.set_ylabel(METRIC_LABELS.get(metric, metric))
     ax.grid(True, which="major", alpha=0.3)
 
@@ -474,8 +480,6 @@ def figure(frames, metrics, x="rounds", path=None, formats=("png",), titles=None
     dpi : int
         Resolution of a PNG (default :data:`DPI`).
     """
-    import textwrap
-
     check_axis(x)
     formats = check_formats(formats)
     given = frames
@@ -522,7 +526,9 @@ def figure(frames, metrics, x="rounds", path=None, formats=("png",), titles=None
             if rows == 1 or r == 0:
                 axes[r, c].set_title(METRIC_LABELS.get(metric, metric), fontsize="medium")
     handles, labels = _legend_entries(axes)
-    ncol = max(1, min(len(labels), int(width // 2.2)))
+    entry = max(2.2, 0.85 + max((len(t) for t in labels), default=0) / LEGEND_CHARS)  # (inches: the longest
+    # entry's text and its line; a status and a line drawn under another's had run off the figure's edge)
+    ncol = max(1, min(len(labels), int(width // entry)))
     fig.legend(handles, labels, loc="lower center", ncol=ncol, fontsize="small", frameon=False)
     height = fig.get_figheight()
     bottom = min(0.45, (0.28 * math.ceil(len(labels) / ncol) + 0.15) / height)
@@ -540,19 +546,32 @@ def figure(frames, metrics, x="rounds", path=None, formats=("png",), titles=None
     return fig
 
 
+#: The characters per inch of a legend entry's text (``fontsize="small"``, about 9 points: 53 took 3.3 inches).
+LEGEND_CHARS = 16
+
+
+#: The most intervals between ticks of a counted x axis (bytes, messages: each tick's text carries its unit).
+X_TICKS = 4
+#: The characters of an x axis' label per line (wrapped past it: a cost's weights in words).
+X_LABEL_WIDTH = 40
+
+
 def _legend_entries(axes):
     """The legend entries of every panel, each algorithm once (the rates differ between graphs: the name only),
     with the status of a run that did not end ok, "sgp (diverged)", and in how many rows where not in all of them
-    (the legend had dropped it with the rate: a diverged method read as any other)."""
-    seen, notes, rounding = {}, {}, set()
+    (the legend had dropped it with the rate: a diverged method read as any other); "(to rounding)" likewise, in
+    how many rows where not in all of them (a helper's two graphs: the directed ring's row ending at 2.6e-2 to
+    8.6e-2 under a legend that said "to rounding" of the exponential row's)."""
+    seen, notes, rounding, curves = {}, {}, {}, {}
     for r, row in enumerate(np.atleast_2d(axes)):
-        for ax in row:
+        for c, ax in enumerate(row):
             for handle, label in zip(*ax.get_legend_handles_labels()):
                 name, _, rest = label.partition(",")
                 seen.setdefault(name, handle)
+                curves.setdefault(name, {}).setdefault(r, []).append((c, _drawn(handle)))
                 said = re.findall(r"\(([^()]*)\)", rest)
                 if "to rounding" in said:  # (a panel's own: kept from any panel, not the row's last, helper 210)
-                    rounding.add(name)
+                    rounding.setdefault(name, set()).add(r)
                 status = [note for note in said if note != "to rounding"]
                 notes.setdefault(name, {})[r] = status[0] if status else "ok"
     labels = []
@@ -565,8 +584,47 @@ def _legend_entries(axes):
         else:
             counts = (f"{note} in {sum(n == note for n in rows.values())} of {len(rows)} rows" for note in failed)
             label = f"{name} ({', '.join(counts)})"
-        labels.append(label + (" (to rounding)" if name in rounding else ""))
+        reached = len(rounding.get(name, ()))
+        labels.append(label + ("" if not reached else " (to rounding)" if reached == len(rows) else
+                               f" (to rounding in {reached} of {len(rows)} rows)") + _hidden(name, curves))
     return list(seen.values()), labels
+
+
+def _drawn(handle):
+    """A legend handle's line as drawn (its x and y data), None where it has none."""
+    try:
+        return np.asarray(handle.get_xdata(), dtype=np.float64), np.asarray(handle.get_ydata(), dtype=np.float64)
+    except (AttributeError, TypeError, ValueError):
+        return None
+
+
+#: Two lines within this relative difference at every point are drawn as one (a pixel of a panel spanning a few
+#: decades is a few percent).
+SAME_LINE = 1e-3
+
+
+def _hidden(name, curves):
+    """What a legend entry adds where the method's lines lie under a later-drawn method's in every panel of a row
+    (within :data:`SAME_LINE`; ``curves``: name -> row -> ``[(panel, (x, y))]``, in the order drawn, the legend's):
+    ``" (under dgd)"``, the last such method, with in how many rows where not in all of them (helper 219: DIGing
+    under Compressed Push-Pull in the reliable row, where the two methods coincide, 1.3e-5 apart; the legend listed
+    a line no reader could find)."""
+    rows = curves[name]
+    under = {}
+    names = list(curves)
+    for other in names[names.index(name) + 1:]:
+        for r, drawn in rows.items():
+            theirs = dict(curves[other].get(r, ()))
+            if len(theirs) == len(drawn) and all(
+                    line is not None and theirs.get(c) is not None and all(
+                        a.shape == b.shape and np.allclose(a, b, rtol=SAME_LINE, atol=0.0, equal_nan=True)
+                        for a, b in zip(line, theirs[c]))
+                    for c, line in drawn):
+                under[r] = other
+    if not under:
+        return ""
+    last = list(under.values())[-1]
+    return f" (under {last})" if len(under) == len(rows) else f" (under {last} in {len(under)} of {len(rows)} rows)"
 
 
 def _merged_stages(stages):
@@ -588,13 +646,16 @@ def _merged_stages(stages):
 TUNING_STAGES = ("grid", "search", "refine", "past the edge", "fine", "confirm")
 
 
-def tuning_figure(tuning, path=None, formats=("png",), dpi=TUNING_DPI):
+def tuning_figure(tuning, path=None, formats=("png",), dpi=TUNING_DPI, title=None):
     """Every tuning candidate's score against its rate, one panel per algorithm, one line per stage (the grid, its
     refinement, a confirmation's pieces as one; rejected candidates as crosses at the top; a stage in the same
     style in every panel), the chosen rate a dotted line, and where the evaluation found it unstable and the method
     ran at the next stable rate of its tuning, that rate a dash-dotted one (the title names both); ``tuning`` is
     ``frame.attrs["tuning"]``. One legend for every panel (the stages), no minor ticks and fixed margins: a
-    diagnostic figure of 27 panels drawn in a second, not five. Returns the Figure or None."""
+    diagnostic figure of 27 panels drawn in a second, not five. ``title``: the setting tuned on (graph, n,
+    problem, network model), above the panels (a comparison's ``tuning-<setting>.png`` had said it in its file name
+    alone, helper 219). Returns the Figure or None."""
+    check_text(title, "title", allow_none=True)
     if tuning is not None and not isinstance(tuning, dict):  # (a frame: "truth value of a DataFrame is
         # ambiguous", helper 204)
         raise TypeError(f"tuning must be a comparison's frame.attrs['tuning'] (a dict), got {type(tuning).__name__}"
@@ -607,7 +668,9 @@ def tuning_figure(tuning, path=None, formats=("png",), dpi=TUNING_DPI):
 
     cols = min(3, len(tuning))
     rows = math.ceil(len(tuning) / cols)
-    fig, axes = plt.subplots(rows, cols, figsize=(4.2 * cols, 3.0 * rows + 0.6), squeeze=False)
+    text = textwrap.fill(f"tuning: {title}", int(4.2 * cols * 11)) if title else ""  # (bold 10 pt: as figure's)
+    above = 0.25 * (text.count("\n") + 1) + 0.1 if text else 0.0  # (inches)
+    fig, axes = plt.subplots(rows, cols, figsize=(4.2 * cols, 3.0 * rows + 0.6 + above), squeeze=False)
     handles = {}
     names = [*TUNING_STAGES, *dict.fromkeys(stage["name"] for record in tuning.values() for stage in record["stages"]
                                             if stage["name"] not in TUNING_STAGES)]
@@ -649,7 +712,10 @@ def tuning_figure(tuning, path=None, formats=("png",), dpi=TUNING_DPI):
     height = fig.get_figheight()
     fig.legend(list(handles.values()), list(handles), loc="lower center", ncol=len(handles), fontsize="small",
                frameon=False)
-    fig.subplots_adjust(left=0.08, right=0.98, top=1 - 0.4 / height, bottom=1.0 / height, hspace=0.55, wspace=0.3)
+    fig.subplots_adjust(left=0.08, right=0.98, top=1 - (0.4 + above) / height, bottom=1.0 / height, hspace=0.55,
+                        wspace=0.3)
+    if text:
+        fig.text(0.5, 1 - 0.1 / height, text, ha="center", va="top", fontsize="medium", fontweight="bold")
     if path is not None:
         for fmt in formats:
             save(fig, f"{path}.{fmt}", dpi)
@@ -754,6 +820,16 @@ def _notes(table):
             for r in table.itertuples() if _said(getattr(r, "diagnosis", ""))]
 
 
+def table_notes(table, metrics, cells=None, metric=None):
+    """The notes under a summary ``table`` showing ``metrics`` (its Markdown, LaTeX and text forms alike), those
+    that apply, in order: values below the optimum, runs that did not move, repetitions that ended equal, a biased
+    method's fixed point (``metric``: :func:`biased_fixed_point`'s), ties far apart, runs that used fewer rounds.
+    ``cells``: the table's cells, where computed already."""
+    below = _below_optimum(table, metrics, _cells(table, metrics) if cells is None else cells)
+    return [note for note in (below, unmoved_start(table), identical_runs(table), biased_fixed_point(table, metric),
+                              wide_ties(table), fewer_rounds(table)) if note]
+
+
 def _said(diagnosis):
     """Whether a summary row's diagnosis says something (a summary read back from summary.csv holds NaN for none)."""
     return isinstance(diagnosis, str) and bool(diagnosis)
@@ -856,6 +932,44 @@ def identical_runs(table):
         return ""
     return ("Every run's repetitions ended equal (nothing in this problem or network is drawn): the ranks order the "
             f"final values themselves, a ratio below {TIE_MARGIN:g} tied.")
+
+
+#: A run that used less than this share of the communication rounds of the run of its section that used the most
+#: gets :func:`fewer_rounds`' note.
+FEWER_ROUNDS = 0.9
+
+
+def fewer_rounds(table):
+    """The note of a table where an ``ok`` run used fewer communication rounds than its section's most by more than
+    a tenth (:data:`FEWER_ROUNDS`), else ``""``: a multi-round method whose ``R`` rounds an iteration fit the budget
+    fewer times than whole (helper 219: MG-Pull-Diag-GT at Theorem 3's R = 118 on a ring of 12 ran 2 iterations,
+    236 of the 300 rounds, ``ok``, ranked, its consensus error bold as the best, the command line's warning on
+    stderr alone); its values are after fewer rounds than the others'."""
+    if "communication_rounds" not in table.columns or "status" not in table.columns or not len(table):
+        return ""
+    groups = [g for g in _GROUPS if g in table.columns]
+    rounds = _pd_numbers(table["communication_rounds"])
+    keys = [tuple(table[g].iloc[i] for g in groups) for i in range(len(table))]
+    most = {}
+    for key, used in zip(keys, rounds):
+        if math.isfinite(used):
+            most[key] = max(used, most.get(key, 0.0))
+    several = _several_sections(table)
+    said = []
+    for i, (key, used) in enumerate(zip(keys, rounds)):
+        if table["status"].iloc[i] != "ok" or not (math.isfinite(used) and used < FEWER_ROUNDS * most[key]):
+            continue
+        where = " / ".join(map(str, key)) + ": " if several else ""
+        each, done = (_pd_numbers(table[c])[i] if c in table.columns else math.nan
+                      for c in ("rounds_per_iteration", "iterations"))
+        how = f" ({int(done)} iterations of R = {int(each)})" if math.isfinite(each) and math.isfinite(done) \
+            and each > 1 else ""
+        said.append(f"{where}{table['algorithm'].iloc[i]} {int(used)} of {int(most[key])}{how}")
+    if not said:
+        return ""
+    return (f"Runs that used fewer communication rounds than the others: {'; '.join(said)}; their values are after "
+            "those rounds (a budget that holds more of their iterations, or a smaller R, compares them at equal "
+            "communication).")
 
 
 def times_text(ratio):
@@ -1020,10 +1134,8 @@ def to_markdown(table, metrics=None):
     notes = _notes(table)
     if "rank_shared" in table.columns and table["rank_shared"].fillna(False).any():
         lines += ["", ties_note(table)]
-    below = _below_optimum(table, metrics, cells)
-    for note in (below, unmoved_start(table), identical_runs(table), biased_fixed_point(table), wide_ties(table)):
-        if note:
-            lines += ["", note]
+    for note in table_notes(table, metrics, cells):
+        lines += ["", note]
     if notes:
         lines += [""] + [f"- {where + ': ' if where else ''}{name} ({status}): {why}"
                          for where, name, status, why in notes]
@@ -1143,16 +1255,13 @@ def to_latex(table, metrics=None, caption=None, label="tab:compare"):
     lines += [r"\bottomrule", r"\end{tabular}"]
     notes = _notes(table)
     shared = "rank_shared" in table.columns and table["rank_shared"].fillna(False).any()
-    below = _below_optimum(table, metrics, cells)
-    identical, biased, unmoved = identical_runs(table), biased_fixed_point(table), unmoved_start(table)
-    wide = wide_ties(table)
-    if notes or shared or below or identical or biased or unmoved or wide:
+    general = table_notes(table, metrics, cells)
+    if notes or shared or general:
         lines.append(r"\par\smallskip\footnotesize\raggedright")
         if shared:
             lines.append(_tex(ties_note(table)) + r"\par")
-        for note in (below, unmoved, identical, biased, wide):
-            if note:
-                lines.append(_tex(note) + r"\par")
+        for note in general:
+            lines.append(_tex(note) + r"\par")
         for where, name, status, why in notes:
             lines.append(_tex(f"{where + ': ' if where else ''}{name} ({status}): {why}") + r"\par")
     lines.append(r"\end{table}")

@@ -3204,14 +3204,20 @@ def test_tables_write_latex_a_venue_takes_and_pdfs_embed_truetype_fonts(tmp_path
     A, f = topology.exponential(8), Quadratic.random(8, 3, seed=0)
     frame = cmp.compare(A, f, "push-pull,dsgd", 60, lr=0.1, repeats=2, progress=False)
     frame.insert(0, "graph", "exponential")
-    written = cmp.write_outputs([frame], tmp_path, ["consensus_error"], formats=["png", "pdf", "svg"],
+    folder = tmp_path / "paper_fig 2"
+    written = cmp.write_outputs([frame], folder, ["consensus_error"], formats=["png", "pdf", "svg"],
                                 caption="least squares on the exponential graph (n = 8), reliable links",
                                 titles=["exponential (n = 8), a quadratic, reliable links"])
     assert {"compare.pdf", "compare.png", "compare.svg", "summary.tex"} <= set(written)
-    pdf = (tmp_path / "compare.pdf").read_bytes()
+    pdf = (folder / "compare.pdf").read_bytes()
     assert b"/Type3" not in pdf and (b"/TrueType" in pdf or b"/CIDFontType2" in pdf)
-    tex = (tmp_path / "summary.tex").read_text()
-    assert r"\label{tab:compare}" in tex and r"\caption{least squares on the exponential graph (n = 8)" in tex
+    tex = (folder / "summary.tex").read_text()
+    # (the folder's name, not one label for every comparison's table: helper 219)
+    assert r"\label{tab:paper-fig-2}" in tex and r"\caption{least squares on the exponential graph (n = 8)" in tex
+    from rowstoch_fast.compare.outputs import table_label
+
+    assert table_label("out/R05/") == "tab:R05" and table_label("/") == "tab:compare"
+    assert table_label("r\u00e9sultats_{1}%") == "tab:r-sultats--1"
     assert r"\times 10^{" in tex and r"$\pm$" not in tex and "e-0" not in tex.split(r"\midrule")[1]
     assert report.tex_number(0.183, 0.029) == r"$(1.83 \pm 0.29) \times 10^{-1}$"
     assert report.tex_number(9.999e-3) == r"$1.00 \times 10^{-2}$" and report.tex_number(0.0) == "$0$"
@@ -3245,6 +3251,8 @@ def test_figures_cut_a_diverged_run_at_the_panel_and_tell_24_methods_apart(tmp_p
     styles = {(s["color"], s["marker"], s["linestyle"]) for s in map(report.style, range(report.DISTINCT_STYLES))}
     pairs = {(s["color"], s["linestyle"]) for s in map(report.style, range(report.DISTINCT_STYLES))}
     assert len(styles) == len(pairs) == report.DISTINCT_STYLES == 48
+    marked = {(s["color"], s["marker"]) for s in map(report.style, range(96))}  # (i and i + 24 had shared both)
+    assert len(marked) == 96
 
 
 def test_a_metric_that_starts_below_the_panel_is_not_drawn_at_its_floor(problem):
@@ -3336,6 +3344,12 @@ def test_a_run_that_reaches_rounding_says_so_and_its_triangle_is_not_one_of_the_
     plt.close(fig)
     handles, labels = report._legend_entries(np.array([[_Labelled("sgp, lr 0.1 (diverged) (to rounding)")]]))
     assert labels == ["sgp (diverged) (to rounding)"]
+    # (helper 219: two graphs, rounding on one: said of that row, not of the figure)
+    rows = np.array([[_Labelled("dgd, lr 0.1 (to rounding)"), _Labelled("dgd, lr 0.1")],
+                     [_Labelled("dgd, lr 0.3"), _Labelled("dgd, lr 0.3")]])
+    assert report._legend_entries(rows)[1] == ["dgd (to rounding in 1 of 2 rows)"]
+    rows[1, 1] = _Labelled("dgd, lr 0.3 (to rounding)")
+    assert report._legend_entries(rows)[1] == ["dgd (to rounding)"]
 
 
 class _Labelled:
@@ -3371,11 +3385,26 @@ def test_a_run_that_leaves_the_panel_from_below_its_floor_is_its_triangle_and_th
     stuck = frame.assign(algorithm="up", status="no-progress")
     fig = report.figure([pd.concat([frame, up], ignore_index=True), pd.concat([frame, frame.assign(algorithm="up")],
                          ignore_index=True)], ["consensus_error", "grad_norm_mean"])
-    assert [t.get_text() for t in fig.legends[0].get_texts()] == ["dsgd", "up (diverged in 1 of 2 rows)"]
+    assert [t.get_text() for t in fig.legends[0].get_texts()] == [  # (its second row's line, dsgd's own: drawn
+        # over it, which the legend says, helper 219)
+        "dsgd (under up in 1 of 2 rows)", "up (diverged in 1 of 2 rows)"]
+    plt.close(fig)
+    fig = report.figure([pd.concat([frame, frame.assign(algorithm="same"), up], ignore_index=True)],
+                        ["consensus_error", "grad_norm_mean"])
+    assert [t.get_text() for t in fig.legends[0].get_texts()] == ["dsgd (under same)", "same", "up (diverged)"]
+    plt.close(fig)
+    long = [frame.assign(algorithm=f"method-{k}-with-a-long-name", consensus_error=frame["consensus_error"] * (k + 2),
+                         status="no-progress" if k % 2 else "ok") for k in range(6)]
+    fig = report.figure([pd.concat(long, ignore_index=True), pd.concat(long[:3], ignore_index=True)],
+                        ["consensus_error", "grad_norm_mean"])
+    fig.canvas.draw()
+    box = fig.legends[0].get_window_extent()
+    assert 0 <= box.x0 and box.x1 <= fig.bbox.x1, (box, fig.bbox)  # (entries of 50 characters ran off the edge)
     plt.close(fig)
     fig = report.figure([pd.concat([frame, up], ignore_index=True), pd.concat([frame, stuck], ignore_index=True)],
                         ["consensus_error"])
-    assert [t.get_text() for t in fig.legends[0].get_texts()] == ["dsgd", "up (diverged, no-progress)"]
+    assert [t.get_text() for t in fig.legends[0].get_texts()] == ["dsgd (under up in 1 of 2 rows)",
+                                                                  "up (diverged, no-progress)"]
     plt.close(fig)
 
 
@@ -3394,6 +3423,22 @@ def test_counted_axes_write_their_ticks_with_a_prefix(problem):
         assert isinstance(formatter, EngFormatter) == (x != "rounds")
         if x == "bytes":
             assert formatter(250_000) == "250\N{THIN SPACE}kB"
+        plt.close(fig)
+    # (helper 219: eight ticks of "350 kB" ran together under a panel of a three-row figure; a cost's label in
+    # words ran into the next panel's)
+    frame = cmp.compare(A, f, "dsgd", 350, lr=0.05, repeats=1, progress=False)
+    for x, frames in (("bytes", [frame, frame, frame]), ("cost", [report.with_cost(frame, {"gradient": 1,
+                                                                                            "round": 100})])):
+        fig = report.figure(frames, ["consensus_error", "suboptimality"], x=x)
+        fig.canvas.draw()
+        renderer = fig.canvas.get_renderer()
+        for ax in fig.axes:
+            low, high = ax.get_xlim()
+            boxes = sorted((t.get_window_extent(renderer) for t in ax.get_xticklabels()
+                            if t.get_text() and low <= t.get_position()[0] <= high), key=lambda b: b.x0)
+            assert all(a.x1 < b.x0 for a, b in zip(boxes, boxes[1:])), [t.get_text() for t in ax.get_xticklabels()]
+        labels = [ax.xaxis.label.get_window_extent(renderer) for ax in fig.axes[:2]]
+        assert labels[0].x1 < labels[1].x0 and labels[1].x1 <= fig.bbox.x1, (x, labels)
         plt.close(fig)
 
 
@@ -5464,6 +5509,17 @@ def test_the_tuning_figure_draws_a_stage_alike_in_every_panel_and_marks_the_next
         assert fig.axes[0].get_title() == "a: lr 0.05"
         vertical = [list(line.get_xdata()) for line in fig.axes[1].get_lines() if line.get_linestyle() == "-."]
         assert vertical == [[0.01, 0.01]]
+        assert not fig.texts
+    finally:
+        plt.close(fig)
+    # (helper 219: tuning-<setting>.png named its setting in its file name alone)
+    fig = report.tuning_figure(tuning, title="ring (n = 12), least squares (d = 8), 4-bit QSGD messages")
+    try:
+        assert [t.get_text() for t in fig.texts] == ["tuning: ring (n = 12), least squares (d = 8), 4-bit QSGD "
+                                                     "messages"]
+        fig.canvas.draw()
+        text, panel = fig.texts[0].get_window_extent(), fig.axes[0].title.get_window_extent()
+        assert text.y0 > panel.y1 and text.y1 <= fig.bbox.y1  # (above the panels' titles, inside the figure)
     finally:
         plt.close(fig)
 
@@ -6751,6 +6807,31 @@ def test_the_printed_table_carries_the_notes_of_summary_md():
         if note:
             assert note in markdown and note in printed.replace("\n  ", " "), note
     assert report.identical_runs(table), table[["algorithm", "final", "final_std"]]
+
+
+def test_a_run_that_used_fewer_rounds_than_the_others_is_said_under_every_table():
+    """Helper 219: MG-Pull-Diag-GT at Theorem 3's R = 118 on a ring of 12 ran 2 iterations, 236 of the 300 rounds,
+    ``ok`` and ranked, its consensus error bold as the best; the command line warned on stderr, the tables said
+    nothing. A note under each (text, Markdown, LaTeX) names the run and its rounds; not of a run within a tenth of
+    its section's most, nor of one that did not end ``ok`` (an interrupted run says why)."""
+    from rowstoch_fast import report
+
+    W = topology.ring(12, directed=False, weights="metropolis")
+    f = LeastSquares.synthetic(12, d=4, seed=5)
+    with pytest.warns(RuntimeWarning, match="mg-pull-diag-gt runs only 2 iterations"):
+        frame = cmp.compare(W, f, ["mg-pull-diag-gt", "dgd"], 300, lr={"mg-pull-diag-gt": 0.1, "dgd": 0.01},
+                            mg_rounds=118, repeats=2, progress=False)
+    table = cmp.summary(frame)
+    note = report.fewer_rounds(table)
+    assert note.startswith("Runs that used fewer communication rounds than the others: mg-pull-diag-gt 236 of 300 "
+                           "(2 iterations of R = 118); "), note
+    assert note in report.to_markdown(table) and note in cmp.format_summary(table).replace("\n  ", " ")
+    assert note in report.to_latex(table)
+    assert report.fewer_rounds(table.assign(status=["interrupted", "ok"])) == ""
+    assert report.fewer_rounds(table.assign(communication_rounds=[280, 300])) == ""
+    two = pd.concat([table.assign(graph="a"), table.assign(graph="b", communication_rounds=[300, 300])])
+    assert report.fewer_rounds(two).startswith("Runs that used fewer communication rounds than the others: "
+                                               "a: mg-pull-diag-gt 236 of 300 (2 iterations of R = 118); ")
 
 
 def test_an_ok_run_whose_consensus_error_grows_on_a_line_says_it_runs_off_past_the_budget():

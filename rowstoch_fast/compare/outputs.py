@@ -290,20 +290,30 @@ def write_outputs(frames, folder, metrics=(), x="rounds", formats=("png",), capt
         except ImportError:
             return written
         with report.closing_on_error(plt):
+            titles = titles or [_title(fr) for fr in frames]
             fig = report.figure(frames, shown, x, path=os.path.join(folder, "compare"), formats=formats,
-                                titles=titles or [_title(fr) for fr in frames])
+                                titles=titles)
             plt.close(fig)
             written += [f"compare.{fmt}" for fmt in formats]
-            for fr in frames:
+            for fr, title in zip(frames, titles):
                 if fr.attrs.get("tuning"):
                     name = "tuning" if len(frames) == 1 else "tuning-" + re.sub(r"[^A-Za-z0-9._+-]+", "_", _title(fr))
-                    plt.close(report.tuning_figure(fr.attrs["tuning"], path=os.path.join(folder, name)))
+                    plt.close(report.tuning_figure(fr.attrs["tuning"], path=os.path.join(folder, name),
+                                                   title=str(title)))
                     written.append(name + ".png")
     for stale in sorted(glob.glob(os.path.join(glob.escape(folder), "tuning*.png"))):  # (an interrupted write of one
         # setting's had named it tuning.png, left beside the tuning-<setting>.png of the resumed comparison)
         if os.path.basename(stale) not in written:
             os.remove(stale)
     return written
+
+
+def table_label(folder):
+    """summary.tex's ``\\label``: ``tab:`` and the name of the comparison's folder, each character LaTeX reads
+    otherwise in a label (``\\ { } # % ~ $ ^ & _`` and spaces) a hyphen: ``results/paper_fig2`` labels
+    ``tab:paper-fig2`` (helper 219: every comparison's table was ``tab:compare``, two in one paper the same)."""
+    name = os.path.basename(os.path.normpath(os.path.abspath(folder)))
+    return "tab:" + (re.sub(r"[^A-Za-z0-9.:+-]", "-", name).strip("-") or "compare")
 
 
 def write_tables(frames, folder, metrics=(), caption=None, kept=None, cache=None):
@@ -337,7 +347,7 @@ def write_tables(frames, folder, metrics=(), caption=None, kept=None, cache=None
     # what a reader of the Markdown table needs too, e.g. that each repetition drew its own network)
     atomic_write(os.path.join(folder, "summary.md"), lambda fh: fh.write(markdown))
     atomic_write(os.path.join(folder, "summary.tex"),
-                 lambda fh: fh.write(report.to_latex(shown_table, shown, caption=caption)))
+                 lambda fh: fh.write(report.to_latex(shown_table, shown, caption=caption, label=table_label(folder))))
     rates = {_title(fr): {"metric": metric, "lr": fr.attrs.get("lr", {}), "source": fr.attrs.get("lr_source", {}),
                           "tuning": json_tuning(fr.attrs.get("tuning", {}))} for fr in frames}
     if kept is not None and len(kept):

@@ -7,8 +7,7 @@ import math
 import numpy as np
 
 from .._checks import check_names, check_positive_float, check_text
-from ..report import (_check_summary as check_summary, _said as said, below_optimum, biased_fixed_point,
-                      identical_runs, rate_text, single_runs, tie_note, unmoved_start, wide_ties)
+from ..report import _check_summary as check_summary, _said as said, rate_text, single_runs, table_notes, tie_note
 from ..runner import METRICS, check_metric
 from ..user_metrics import COUNTS, RESERVED, higher_is_better
 from .tuning import CONVERGED
@@ -378,8 +377,7 @@ def format_summary(table, metric=None):
     if "rank_shared" in table.columns and table["rank_shared"].any():
         lines.append(f"{'=':>{len(head.split('rank')[0]) + 4}} "
                      + tie_note(single_runs(table), "--repeats 2 or more"))
-    for note in (_packed_note(table), below_optimum(table, [metric, *extra]), unmoved_start(table),
-                 identical_runs(table), biased_fixed_point(table, metric), wide_ties(table)):  # (the notes of
+    for note in (_packed_note(table), *table_notes(table, [metric, *extra], metric=metric)):  # (the notes of
         # summary.md too: helper 210 found two missing here)
         if note:
             lines.append("  " + note)
