@@ -6793,6 +6793,19 @@ def test_a_consensus_error_that_grows_twofold_on_a_line_runs_off():
     assert tuning.climbs(x, np.r_[0.0, 0.7 * np.exp(np.log(1.8) * (x[1:] - 100.0) / 300.0)]) is None
 
 
+def test_a_metric_shown_beside_that_starts_at_rounding_ties_its_values_at_rounding_of_its_peak():
+    """Helper 219: nodes that start at one point have a consensus error of 1.8e-17 at their start; it rose to 0.2
+    and Pull-Diag-GT and Push-Pull ended at 2.2e-16 and 1.2e-15, both rounding, one bold and the other not (the
+    suboptimality's values at rounding tie). A start at rounding of the records is no scale: the largest record is."""
+    A, f = topology.exponential(8), LeastSquares.synthetic(8, samples_per_node=10, d=4, seed=0)
+    frame = cmp.compare(A, f, ["pull-diag-gt", "push-pull", "dgd"], 40, lr=0.05, repeats=2, progress=False)
+    k = frame["iteration"].to_numpy(dtype=np.float64)
+    end = frame["algorithm"].map({"pull-diag-gt": 2.2e-16, "push-pull": 1.2e-15, "dgd": 4e-11}).to_numpy()
+    frame["consensus_error"] = np.where(k == 0, 1.8e-17, np.where(k == k.max(), end, 0.2 / (1 + k)))
+    table = cmp.summary(frame, "suboptimality", metrics=["consensus_error"])
+    assert list(table["consensus_error_best"]) == [True, True, False], table[["algorithm", "consensus_error"]]
+
+
 def test_the_printed_table_carries_the_notes_of_summary_md():
     """Helper 210: the printed table left out two notes that summary.md and summary.tex gave: f - f* below 0 by
     rounding (-4.4e-16 printed unexplained) and repetitions that ended equal (nothing drawn)."""

@@ -279,12 +279,15 @@ def summary(frame, metric=None, metrics=(), *, cache=None):
         starts = good[good["iteration"] == good.groupby(runs_of, sort=False)["iteration"].transform("min")] \
             if len(good) else good
         for m in shown:  # (the runs' starts, the tuner's scale: the largest record had been one run's spike, 4.2e9,
-            # whose 1e-12 tied two methods 1.46e-3 apart, helper 184; the largest record where every start is 0)
+            # whose 1e-12 tied two methods 1.46e-3 apart, helper 184; the largest record where every start is at
+            # rounding of it: nodes that start at one point have a consensus error of 0, or 1.8e-17, which had
+            # told 2.2e-16 from 1.2e-15 after it rose to 0.2, helper 219)
             v = starts[m].to_numpy(dtype=np.float64)
             v = np.abs(v[np.isfinite(v)])
-            if not v.size or not v.max() > 0:
-                v = good[m].to_numpy(dtype=np.float64)
-                v = np.abs(v[np.isfinite(v)])
+            every = good[m].to_numpy(dtype=np.float64)
+            every = np.abs(every[np.isfinite(every)])
+            if not v.size or every.size and not v.max() > converged(m) * every.max():
+                v = every
             scales[m][key] = float(v.max()) if v.size else None
     wide = []  # (the shared ranks of methods far above one they rank with: report.wide_ties)
     if len(table):
