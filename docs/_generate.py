@@ -184,7 +184,8 @@ def toml_keys():
             if (table, key) == ("run", "algorithms"):  # (a set of the registry's, or names)
                 text = (f"a set, one of {', '.join(config.ALGORITHM_SETS)}, or the algorithms' names (a list, or one "
                         "string separated by commas, as --algorithms); [algorithms.NAME] tables add settings or more")
-            flag = f"`{flags[-1]}`" if flags else ""
+            flag = next((f"`{f}`" for f in flags if f.startswith("--")), "")  # (the long option, as declared
+            # first: a boolean's --X, not its --no-X, which BooleanOptionalAction lists last, helper 219)
             lines.append(f"| `[{table}]` | `{key}` | {kind} | {flag} | {_cell(text)} |")
     for key, kind in config.ALGORITHM_KEYS.items():
         lines.append(f"| `[algorithms.NAME]` | `{key}` | {kind.__name__} | | {_cell(_ALGORITHM_KEY_HELP[key])} |")

@@ -59,7 +59,7 @@ SCHEMA = {
     "run": {"rounds_budget": ("rounds_budget", int), "repeats": ("repeats", int), "seed": ("seed", int),
             "tracker": ("tracker", str), "backend": ("backend", str), "mg_rounds": ("mg_rounds", int),
             "algorithms": ("algorithm_set", "str|list")},
-    "outputs": {"metrics": ("metric", "list"), "x": ("x", str), "cost_weights": ("cost_weights", str),
+    "outputs": {"metrics": ("metric", "str|list"), "x": ("x", str), "cost_weights": ("cost_weights", str),
                 "formats": ("format", "list")},
 }
 #: The keys that hold seeds (the hashed streams take 64-bit keys), by their options' destinations.
@@ -158,6 +158,13 @@ def _check_value(where, value, kind):
 
 def _number(v):
     return isinstance(v, (int, float)) and not isinstance(v, bool)
+
+
+def _names(value):
+    """The names a ``"str|list"`` key gives (``[run] algorithms``, ``[outputs] metrics``): a list of strings, or one
+    string separated by commas (as the command line's options), each stripped; an empty one kept (the caller
+    refuses it, naming its key)."""
+    return [part.strip() for item in (value if isinstance(value, list) else [value]) for part in item.split(",")]
 
 
 def load(path, named_elsewhere=False):
@@ -280,8 +287,7 @@ def load(path, named_elsewhere=False):
 
         named = []  # (sets and names, as --algorithms takes them: helper 189's list had been refused, "must be a
         # string"; a set within a list, helper 190, "must be one of all, ..., got 'all'")
-        for label in (part.strip() for item in (chosen if isinstance(chosen, list) else [chosen])
-                      for part in item.split(",")):
+        for label in _names(chosen):
             if label in ALGORITHM_SETS:
                 named += labels(ALGORITHM_SETS[label])
             elif label and _hyperparameters(label) is not None:
@@ -294,8 +300,9 @@ def load(path, named_elsewhere=False):
     if not algorithms and not named_elsewhere:
         raise ConfigError(f"{name}: no [algorithms.NAME] table and no [run] algorithms: name the algorithms to "
                           f"compare (there, or with --algorithms)")
-    if "metric" in options:
-        options["metric"] = ",".join(options["metric"])
+    if "metric" in options:  # (as [run] algorithms: a list, or one string separated by commas; a string had been
+        # refused, helper 219; the names are checked with --metrics-module's, by the command)
+        options["metric"] = ",".join(_names(options["metric"]))
     if "format" in options:
         options["format"] = ",".join(options["format"]) or "none"  # (formats = []: the tables alone)
     return options, algorithms, raw

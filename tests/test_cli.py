@@ -235,6 +235,8 @@ def _one_line(capsys):
     ("max_delay = -1", [], "e.toml: [communication] max_delay"),
     ("network_seed = 3", [], "e.toml: [communication] network_seed is not read without loss"),
     ("loss = [0.1, 0.1]", [], "e.toml: [communication] loss '0.1,0.1' names a rate twice"),
+    ("p_bad = 0.1", [], 'e.toml: [communication] p_bad needs [communication] loss_model = "gilbert-elliott" (they '
+                        'go with that model only)'),  # (helper 219: "loss_model gilbert-elliott needs p_bad ...")
 ])
 def test_an_experiment_files_bad_communication_value_names_its_key(tmp_path, capsys, table, cli_args, message):
     """A layer option's value refused where the experiment file set it: one line naming the file, the table and the
@@ -934,3 +936,99 @@ def test_metrics_refuses_a_seed_that_a_topology_does_not_read(capsys):
         three = capsys.readouterr().out
         assert cli.main(["metrics", "--topology", name, "--n", "12", "--seed", "4"]) == 0
         assert capsys.readouterr().out != three  # (another draw)
+
+
+# ---------------------------------------------------------------------------- helper 219's findings
+def _file(tmp_path, text):
+    """An experiment file ``e.toml`` of a small least-squares problem on 8 nodes, ``text`` after its tables."""
+    path = tmp_path / "e.toml"
+    path.write_text('[objective]\nkind = "least-squares"\nsamples_per_node = 8\nd = 4\n[run]\nrounds_budget = 20\n'
+                    f'repeats = 1\n{text}')
+    return str(path)
+
+
+@pytest.mark.parametrize("where, network, said", [
+    ("file", '[network]\ntopology = "erdos_renyi"\nn = 8\n[algorithms.dgd]\n',
+     'e.toml: [algorithms]: \'dgd\' runs on an undirected network\'s doubly stochastic W, and this network is not one '
+     '(build it with [network] undirected = true, weights = "metropolis")'),
+    ("command line", ["--topology", "erdos_renyi", "--n", "8", "--algorithms", "dgd"],
+     "--algorithms: 'dgd' runs on an undirected network's doubly stochastic W, and this network is not one (build it "
+     "with --undirected --weights metropolis)"),
+    ("file", '[network]\ntopology = "erdos_renyi"\nn = 8\n[algorithms.dgd]\n--undirected',
+     'e.toml: [algorithms]: \'dgd\' runs on an undirected network\'s doubly stochastic W, and this network is not one '
+     '(build it with --undirected and [network] weights = "metropolis")'),  # (one written on the command line)
+])
+def test_advice_on_an_undirected_network_is_in_the_words_of_its_route(tmp_path, capsys, where, network, said):
+    """Helper 219: a file's refusal of DGD on a directed graph read "(build it with directed=False, [network] weights
+    = 'metropolis'; on the command line [network] undirected [network] weights metropolis)": the command line is
+    told its options, a file its keys with their values, neither Python's keywords."""
+    text, _, written = network.partition("--") if where == "file" else (None, None, None)
+    argv = ["compare", "--config", _file(tmp_path, text), *(["--" + written] if written else [])] if text else \
+        ["compare", "--objective", "least-squares", "--rounds-budget", "20", *network]
+    assert cli.main([*argv, "--out", str(tmp_path / "o"), "--no-progress"]) == 2
+    err = _one_line(capsys)
+    assert said in err and "directed=False" not in err and "on the command line" not in err, err
+
+
+def test_an_interruption_before_any_result_says_that_resume_continues_it(tmp_path, capsys, monkeypatch):
+    """Helper 219: a Ctrl-C in the first tuning said "nothing written", but the folder held experiment.json (and the
+    runs' checkpoints): the same command again was refused for an --out not empty, and --resume continued it."""
+    from rowstoch_fast.compare import tuning
+
+    def interrupted(*args, **kwargs):
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(tuning, "trajectories", interrupted)
+    out = tmp_path / "o"
+    assert cli.main(["compare", "--config", _file(tmp_path, '[algorithms.dsgd]\n'), "--out", str(out),
+                     "--no-progress", "--jobs", "1"]) == 130
+    err = capsys.readouterr().err
+    assert "nothing written" not in err, err
+    assert f"interrupted before any algorithm finished: no results yet; {out} holds experiment.json (the " \
+           f"settings)" in err and f": --resume {out} continues it" in err, err
+    assert (out / "experiment.json").exists()
+
+
+def test_a_files_metric_mistyped_is_named_with_the_closest(tmp_path, capsys):
+    """Helper 219: ``metrics = ["subopt"]`` was refused in the command line's words ("must be a comma-separated list
+    of ...") with no "did you mean"; the command line's own refusal names the closest too."""
+    path = _file(tmp_path, '[outputs]\nmetrics = ["subopt"]\n[algorithms.dsgd]\nlr = 0.05\n')
+    assert cli.main(["compare", "--config", path, "--out", str(tmp_path / "o"), "--no-progress"]) == 2
+    err = _one_line(capsys)
+    assert "e.toml: [outputs] metrics: unknown metric 'subopt' (did you mean 'suboptimality'?); give a list (or one " \
+           "string separated by commas) of grad_norm," in err and "comma-separated list" not in err, err
+    assert cli.main(["compare", "--metric", "suboptimality,Loss", "--out", str(tmp_path / "o")]) == 2
+    assert "--metric must be a comma-separated list of " in (err := _one_line(capsys)) and \
+        "got 'Loss' (did you mean 'loss'?)" in err, err
+
+
+def test_algorithms_on_the_command_line_name_the_files_tables_they_leave_out(tmp_path, capsys):
+    """Helper 219: ``--algorithms`` (the command line wins) dropped the file's ``[algorithms.NAME]`` tables, their lr
+    and rounds, without a word: a note on stderr names them; the narration counts "1 algorithm"."""
+    path = _file(tmp_path, '[network]\ntopology = "exponential"\nn = 8\n[algorithms.dsgd]\nlr = 0.05\n'
+                           '[algorithms.push-pull]\nlr = 0.1\n[algorithms.mg-pull-diag-gt]\nrounds = 3\n')
+    assert cli.main(["compare", "--config", path, "--algorithms", "dsgd", "--out", str(tmp_path / "o"),
+                     "--no-progress", "--format", "none", "--jobs", "1"]) == 0
+    captured = capsys.readouterr()
+    notes = [line for line in captured.err.splitlines() if "--algorithms leaves out" in line]
+    assert notes == [f"rowstoch: note: --algorithms leaves out [algorithms.push-pull], [algorithms.mg-pull-diag-gt] "
+                     f"of {path} (the command line wins): their settings are not used"], captured.err
+    assert "(n = 8, reliable links): 1 algorithm, 20 communication rounds each, 1 repetition, ranked by " in \
+        captured.out, captured.out
+    assert cli.main(["compare", "--config", path, "--out", str(tmp_path / "o2"), "--no-progress", "--format", "none",
+                     "--jobs", "1", "--algorithms", "dsgd,push-pull,mg-pull-diag-gt", "--rounds-budget", "30"]) == 0
+    assert "leaves out" not in capsys.readouterr().err
+
+
+def test_metrics_take_the_network_options_of_compare(capsys):
+    """Helper 219: ``rowstoch metrics`` refused ``--undirected --weights metropolis``, which ``compare`` and ``run``
+    take (one set of network options now): the undirected Erdos-Renyi graph's Metropolis W has kappa 1; ``all``
+    names no one topology to build so."""
+    assert cli.main(["metrics", "--topology", "erdos_renyi", "--n", "8"]) == 0
+    directed = capsys.readouterr().out.splitlines()[-1].split()
+    assert cli.main(["metrics", "--topology", "erdos_renyi", "--n", "8", "--undirected", "--weights",
+                     "metropolis"]) == 0
+    undirected = capsys.readouterr().out.splitlines()[-1].split()
+    assert undirected[0] == "erdos_renyi" and undirected[4] == "1.0000" and directed[4] != "1.0000"
+    assert cli.main(["metrics", "--undirected"]) == 2
+    assert "--undirected is not read with --topology all (name one topology)" in _one_line(capsys)

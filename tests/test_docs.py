@@ -156,3 +156,28 @@ def test_every_algorithm_writes_its_equations_as_math(cls):
         assert latex.count(r"\begin{") == latex.count(r"\end{"), (cls.__name__, latex)
     literal = re.findall(r"^(?! *\.\. )[^\n]*::\n\n((?: {4,}.*\n?|\n)+)", doc, re.M)  # (literal blocks, no directive)
     assert not [b for b in literal if re.search(r"_\{?[a-z0-9+-]+\}? *=|=.*\blr\b|<-", b)], cls.__name__
+
+def test_the_generated_table_names_each_boolean_key_by_its_flag():
+    """Helper 219: the option column of guide/_toml_keys.md showed --no-undirected, --no-normalize and --no-biased
+    for the keys that set --undirected, --normalize and --biased (argparse lists a BooleanOptionalAction's --no-X
+    last)."""
+    table = _docs_generator().toml_keys()
+    assert "| `--no-" not in table  # (the option column; a help text may name --no-X)
+    for key in ("normalize", "undirected", "biased"):
+        assert f"| `{key}` | bool | `--{key}` |" in table, key
+
+
+def test_the_guide_names_the_communication_keys_that_take_lists():
+    """harness.md's "Experiment files" said that every [communication] key may be a list (helper 219: max_delay,
+    noise, awake and bits are refused): the keys it names are those the schema takes as lists."""
+    import os
+
+    from rowstoch_fast.network import options
+
+    path = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "docs", "guide", "harness.md")
+    with open(path) as f:
+        section = " ".join(f.read().split("## Experiment files")[1].split("\n## ")[0].split())
+    listed = [key for key, (_, kind) in options.toml_schema().items() if str(kind).endswith("|list")]
+    assert listed == ["loss", "compress"]  # (a key that takes lists now: name it in the guide too)
+    assert "In `[communication]`, `loss` and `compress` alone may be lists" in section
+    assert "keys may be lists" not in section

@@ -248,6 +248,44 @@ def drop_turned_off(text, given):
     return re.sub(r"\badd --([a-z][\w-]*)", drop, text), dropped
 
 
+def as_written(args, settings):
+    """``settings`` (``{option: value}``, True for a flag: ``{"--undirected": True, "--weights": "metropolis"}``) as
+    the user would write them: as options (``--undirected --weights metropolis``), or, those an experiment file can
+    set and the command line does not write (``args.file_spelling``: :func:`.compare._read_experiment_file`), as
+    the file's keys, table by table (``[network] undirected = true, weights = "metropolis"``): advice in the words
+    of the route that sets what it advises on (helper 219: a file's refusal had read "[network] undirected [network]
+    weights metropolis")."""
+    import json
+
+    spelled = getattr(args, "file_spelling", None) or {}
+    flags, tables = [], {}
+    for option, value in settings.items():
+        if option in spelled:
+            table, key = spelled[option].split(" ", 1)
+            tables.setdefault(table, []).append(f"{key} = {json.dumps(value)}")
+        else:
+            flags.append(option if value is True else f"{option} {value}")
+    return " and ".join(filter(None, [" ".join(flags), "; ".join(f"{table} {', '.join(keys)}"
+                                                                    for table, keys in tables.items())]))
+
+
+#: The library's advice to build a network with an undirected graph's doubly stochastic W (compare.plan: a method
+#: that runs on one, an objective that only such methods take): Python's words, before the command line's; and what
+#: it sets.
+_UNDIRECTED_IN_PYTHON = "directed=False, weights='metropolis'; on the command line "
+_UNDIRECTED = {"--undirected": True, "--weights": "metropolis"}
+
+
+def advice_as_written(args, text):
+    """``text``, a library's refusal, with its advice to build an undirected network's doubly stochastic W in the
+    words of the route that sets the network (:func:`as_written`): ``--undirected --weights metropolis`` on the
+    command line, ``[network] undirected = true, weights = "metropolis"`` in an experiment file; Python's
+    ``directed=False`` dropped (helper 219: a file's refusal had read "build it with directed=False, [network] weights
+    = 'metropolis'; on the command line [network] undirected [network] weights metropolis")."""
+    return text.replace(_UNDIRECTED_IN_PYTHON, "").replace(as_written(argparse.Namespace(), _UNDIRECTED),
+                                                           as_written(args, _UNDIRECTED))
+
+
 def _error(text):
     """Print ``rowstoch: text`` on a line of its own (a set-up line still shown is cleared first)."""
     if _shown_stage[0]:
@@ -587,9 +625,21 @@ def _list_option(text, option, choices):
     return list(dict.fromkeys(values))
 
 
+#: Options that go with one value of another (a layer's model and its parameters): ``{(option, value): options}``.
+_GO_WITH = {("--loss-model", "gilbert-elliott"): ("--p-bad", "--p-recover")}
+
+
 def _settings(args):
     """``[(label, args of one setting)]``: the communication settings the sweepable options list (one, labelled
-    "", without lists), every one checked (:func:`rowstoch_fast.network.options.settings`)."""
+    "", without lists), every one checked (:func:`rowstoch_fast.network.options.settings`); a parameter given
+    without the model it goes with (:data:`_GO_WITH`) refused first, naming that model in the route's words
+    (:func:`as_written`: the layer's "--loss-model gilbert-elliott needs --p-bad and --p-recover" had read, to a
+    file with p_bad alone, as if it set loss_model, helper 219)."""
+    for (option, value), parameters in _GO_WITH.items():
+        given = [p for p in parameters if getattr(args, p[2:].replace("-", "_"), None) is not None]
+        if given and getattr(args, option[2:].replace("-", "_"), None) != value:
+            raise UsageError(f"{' and '.join(given)} {'needs' if len(given) == 1 else 'need'} "
+                             f"{as_written(args, {option: value})} (they go with that model only)")
     return network_options.settings(args, args.given)
 
 

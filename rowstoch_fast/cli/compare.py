@@ -18,12 +18,13 @@ from ._common import (_as_options, _check_objective_args, _check_objective_size,
                       _list_option, _matrix_from_args, _metrics_module, _objective_from_args, _problem_rules,
                       _refuse_unread, _settings, drop_turned_off, narrator, on_every_rank, polled_barrier,
                       progress_option, RanksDiffer, refuse_different_arguments, refuse_on_every_rank,
-                      warn_unshared_launch, file_label, _graph_words, _objective_words)
+                      warn_unshared_launch, file_label, _graph_words, _objective_words, advice_as_written)
 
 
-def _metric_list(text):
+def _metric_list(text, key=None):
     """``--metric``: comma-separated metric names, each a built-in one, a ``node_*`` statistic or one that
-    ``--metrics-module`` registered (one line naming the option otherwise)."""
+    ``--metrics-module`` registered; one line naming the option otherwise, or ``key``, the experiment file's key
+    that set them (``"FILE: [outputs] metrics"``), in its words (a list, or one string separated by commas)."""
     from ..runner import METRICS
     from ..user_metrics import NODE_QUANTITIES, NODE_STATISTICS, registered_metrics, resolve_metrics
 
@@ -34,12 +35,24 @@ def _metric_list(text):
             resolve_metrics([value])
         except (TypeError, ValueError):
             bad.append(value)
-    if bad or not values:
-        raise UsageError(f"--metric must be a comma-separated list of {', '.join((*METRICS, *registered_metrics()))} "
-                         f"or node_<{'|'.join(NODE_STATISTICS)}>_<{'|'.join(NODE_QUANTITIES)}> (a metric of your own: "
-                         f"--metrics-module FILE), the first one that falls to 0 (it is tuned on and ranked); got "
-                         f"{', '.join(map(repr, bad)) if bad else 'nothing'}")
+    if bad or not values:  # (each name refused with the closest metric: an experiment file's metrics = ["subopt"]
+        # had been told the command line's "comma-separated list", no "did you mean", helper 219)
+        known = (*METRICS, *registered_metrics())
+        named = ", ".join(repr(name) + _closest(name, known) for name in bad) or "nothing"
+        choices = (f"{', '.join(known)} or node_<{'|'.join(NODE_STATISTICS)}>_<{'|'.join(NODE_QUANTITIES)}> (a "
+                   "metric of your own: --metrics-module FILE), the first one that falls to 0 (it is tuned on and "
+                   "ranked)")
+        raise UsageError(f"--metric must be a comma-separated list of {choices}; got {named}" if key is None else
+                         f"{key}: unknown metric{'s' if len(bad) > 1 else ''} {named}; give a list (or one string "
+                         f"separated by commas) of {choices}")
     return list(dict.fromkeys(values))
+
+
+def _closest(name, choices):
+    """``" (did you mean 'x'?)"``: the choice :func:`did_you_mean` finds for a mistyped ``name``, else the one
+    choice that begins with it (``subopt``: suboptimality, too short for a near miss), else ``""``."""
+    begun = [choice for choice in choices if name and choice.startswith(name)]
+    return did_you_mean(name, choices) or (f" (did you mean {begun[0]!r}?)" if len(begun) == 1 else "")
 
 
 def _parse_lr(text, labels):
@@ -162,6 +175,10 @@ def _compare(args):
         print(f"rowstoch: warning: --resume {args.lost_tuning!r} holds records but no lr.json: the tuning records "
               "of the methods it keeps are lost (their rates and statuses are compare.csv's); the new lr.json "
               "leaves them out", file=sys.stderr)
+    if root and getattr(args, "unused_tables", None):
+        tables = args.unused_tables
+        print(f"rowstoch: note: --algorithms leaves out {', '.join(tables)} of {args.file_name} (the command line "
+              f"wins): {'its settings are' if len(tables) == 1 else 'their settings are'} not used", file=sys.stderr)
     warn_unshared_launch(args)
     on_every_rank(args, _metrics_module, args)  # (its metrics are --metric choices; a resumed comparison's file,
     # from experiment.json)
@@ -183,7 +200,7 @@ def _compare(args):
         settings = _settings(args)
     except UsageError as exc:
         raise _as_in_the_file(args, exc) from None
-    metrics = _metric_list(args.metric) if args.metric is not None else None
+    metrics = _metric_list(args.metric, _file_key(args, "--metric")) if args.metric is not None else None
     x_axis = _list_option(args.x, "--x", tuple(report.AXES))
     if len(x_axis) != 1:
         raise UsageError(f"--x takes one of {', '.join(report.AXES)}, got {args.x!r}")
@@ -312,8 +329,9 @@ def _compare(args):
         # method, and ranking them all again from their records cost the default comparison 2.6 s of 4.4)
         for gname, sname, ns, A, specs, lr, f, sources, hyper, chosen in problems:
             where = gname + (f", {sname}" if sname else "")
-            say(f"{where} (n = {A.n}, {network_options.words(ns)}): {len(specs)} algorithms, {args.rounds_budget} "
-                f"communication rounds each, {args.repeats} repetitions, ranked by {metric}"
+            say(f"{where} (n = {A.n}, {network_options.words(ns)}): {_counted(len(specs), 'algorithm')}, "
+                f"{_counted(args.rounds_budget, 'communication round')} each, {_counted(args.repeats, 'repetition')}, "
+                f"ranked by {metric}"
                 + (f", {jobs} processes" if jobs > 1 and len(specs) > 1 else ""), flush=True)
 
             def labelled(frame, gname=gname, sname=sname):
@@ -381,8 +399,11 @@ def _compare(args):
             live.flush()
         if not root:
             return 130 if interrupted else 0
-        if not frames:
-            print("rowstoch: interrupted before any algorithm finished; nothing written", file=sys.stderr)
+        if not frames:  # (the settings and the runs' states are written: "nothing written" had sent helper 219 to
+            # run the command again, refused for an --out not empty)
+            print(f"rowstoch: interrupted before any algorithm finished: no results yet; {args.out} holds "
+                  f"{' and '.join(_beside(args.out)) or 'the comparison'}: --resume {args.out} continues it",
+                  file=sys.stderr)
             return 130
         titles = _titles(args, frames, problems)
         with signals_held():  # (the tables, figures and settings written together: a signal then ends the command)
@@ -394,9 +415,7 @@ def _compare(args):
             # (finished: every method of this comparison was reached; records of none of them are not carried on)
             if into_itself and not interrupted:  # (once they all ran: the settings say what compare.csv holds)
                 _update_experiment(args.out, args.repeats)  # (the copy too: experiment.json may say them already)
-            beside = [f"{name} ({what})" for name, what in (("experiment.json", "the settings"),
-                                                            ("checkpoints/", "the runs' states, for --resume"))
-                      if os.path.exists(os.path.join(args.out, name))]
+            beside = _beside(args.out)
             (show if interrupted else say)(f"wrote {', '.join(os.path.join(args.out, n) for n in written)}"
                   + (f"; beside them {' and '.join(beside)}" if beside else "")
                   + (" (interrupted: what finished; --resume continues it)" if interrupted else ""))
@@ -404,6 +423,19 @@ def _compare(args):
     finally:
         if folder is not None:
             folder.release()
+
+
+def _beside(out):
+    """What a comparison's folder ``out`` holds besides its results, in words: ``["experiment.json (the settings)",
+    "checkpoints/ (the runs' states, for --resume)"]``, those that exist."""
+    return [f"{name} ({what})" for name, what in (("experiment.json", "the settings"),
+                                                  ("checkpoints/", "the runs' states, for --resume"))
+            if os.path.exists(os.path.join(out, name))]
+
+
+def _counted(count, noun):
+    """``"1 algorithm"``, ``"2 algorithms"`` (the narration had said "1 algorithms", helper 219)."""
+    return f"{count} {noun}{'s' if count != 1 else ''}"
 
 
 def _one_section(table):
@@ -510,7 +542,7 @@ def _read_experiment_file(args):
             raise UsageError(f"--preset {args.preset} runs the paper's four 16-node graphs; drop {', '.join(network)}")
     path = config.preset_path(args.preset) if args.preset else args.config
     try:
-        options, algorithms, _ = config.load(path, named_elsewhere="--algorithms" in args.given)
+        options, algorithms, raw = config.load(path, named_elsewhere="--algorithms" in args.given)
     except config.ConfigError as exc:
         raise UsageError(str(exc)) from None
     args.config_file = os.path.abspath(path)
@@ -545,6 +577,10 @@ def _read_experiment_file(args):
     if "--algorithms" not in args.given:
         args.algorithms = ",".join(algorithms)
         args.file_keys["--algorithms"] = "[algorithms]"
+    else:  # (the command line wins: the file's tables of the algorithms it leaves out are said, not dropped unsaid,
+        # helper 219: their lr and rounds had vanished)
+        chosen = {name.strip() for name in (args.algorithms or "").split(",")}
+        args.unused_tables = [f"[algorithms.{name}]" for name in raw.get("algorithms", {}) if name not in chosen]
     return algorithms
 
 
@@ -558,16 +594,29 @@ def _file_relative(value, path):
     return beside if os.path.exists(beside) else value
 
 
+def _file_key(args, option):
+    """``"FILE: [table] key"``: the experiment file's key that set ``option`` (not written on the command line), or
+    None."""
+    key = getattr(args, "file_keys", {}).get(option)
+    return None if key is None else f"{args.file_name}: {key}"
+
+
 def _as_in_the_file(args, exc):
     """A refusal in the words of the experiment file that set what it refuses: where it names an option the file's
     ``[communication]`` table set (not written on the command line), ``FILE: [communication] ...`` with each layer
     option it names spelled as its key (as declared: ``Option.key``), those written on the command line as their
     flags; where it names an option of another table, ``FILE: ...`` with that option as ``[table] key``; else
-    ``exc`` itself. An "add --X" where ``--no-X`` was written (with or without a file) is "drop --no-X"."""
+    ``exc`` itself. An "add --X" where ``--no-X`` was written (with or without a file) is "drop --no-X"; the
+    library's advice on building the network is in the words of the route that sets it (:func:`._common.
+    advice_as_written`), with or without a file."""
     text = str(exc)
     undone, dropped = drop_turned_off(text, args.given)  # (before the file's words, which name those flags as flags)
     if dropped and not isinstance(exc, RanksDiffer):
         exc, text = UsageError(undone), undone
+    advised = advice_as_written(args, text)  # (the library's advice on the network: the file's keys where it set
+    # them, before its other words, which name the options' flags as "[network] undirected" and no value)
+    if advised != text and not isinstance(exc, RanksDiffer):
+        exc, text = UsageError(advised), advised
     if (getattr(args, "file_name", None) is None or text.startswith(f"{args.file_name}:")
             or isinstance(exc, RanksDiffer)):  # (the ranks' commands, each as written: not the file's words)
         return exc

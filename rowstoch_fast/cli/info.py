@@ -10,14 +10,16 @@ from .._checks import require_memory
 from ..algorithms import labels, method_of, REGISTRY
 from ..metrics import metrics_memory, metrics_table
 from ..topology import by_name as build_topology, NAMES as TOPOLOGIES, PAPER_NAMES as PAPER_GRAPHS, SEEDED_NAMES
-from ._common import (_matrix_rules, load_matrix_option, _refuse_unread, _topology_n, _writable_folder, narrator,
-                      progress_option, refuse_shared_launch, TOPOLOGY_HELP, file_label)
+from ._common import (_matrix_from_args, _matrix_rules, load_matrix_option, _refuse_unread, _topology_n,
+                      _writable_folder, narrator, progress_option, refuse_shared_launch, TOPOLOGY_HELP, file_label)
 
 def cmd_metrics(args):
     """``rowstoch metrics``: the metrics table of a topology, all topologies, or a matrix file."""
     _refuse_unread(args, _matrix_rules(args, ("--topology", "--n", "--seed")) + [
         (("--seed",), not args.matrix and args.topology not in (*SEEDED_NAMES, "all"),
-         f"with --topology {args.topology}: it draws nothing (--seed picks the draw of {', '.join(SEEDED_NAMES)})")])
+         f"with --topology {args.topology}: it draws nothing (--seed picks the draw of {', '.join(SEEDED_NAMES)})"),
+        (("--undirected", "--weights"), not args.matrix and args.topology == "all",
+         "with --topology all (name one topology)")])
     # (ignored without a word, helper 193)
     if args.matrix:
         named = [(file_label(args.matrix), load_matrix_option(args.matrix, args.normalize))]
@@ -36,7 +38,7 @@ def cmd_metrics(args):
         n = _topology_n(args)
         # refused before the network is built (which can take seconds at such sizes)
         require_memory(metrics_memory(n), f"the metrics of a network of n = {n} nodes")
-        named = [(args.topology, build_topology(args.topology, n, args.seed))]
+        named = [(args.topology, _matrix_from_args(args))]  # (--undirected and --weights as compare reads them)
     print(metrics_table(named))
     return 0
 

@@ -53,22 +53,26 @@ def _output_options():
     return parent
 
 
-def _network_options(parser):
+def _network_options(parser, every=False):
+    """The options that build the network (``run``, ``compare``; ``every``: ``metrics``, whose ``--topology``
+    may be, and is by default, ``all``, and whose ``--seed`` draws the random topologies alone): one set, so that
+    ``metrics`` takes ``--undirected --weights`` as the commands that run on the network do (helper 219)."""
     net = parser.add_argument_group("network")
-    net.add_argument("--topology", default="exponential", help="network; 'rowstoch topologies' lists them")
+    net.add_argument("--topology", default="all" if every else "exponential",
+                     help="network; 'rowstoch topologies' lists them" + (", or 'all'" if every else ""))
     net.add_argument("--n", type=_positive_int, default=None, help="number of nodes (default 16; not for paper-*)")
     net.add_argument("--matrix", help="matrix file instead of --topology: .npz (scipy sparse), .mtx, .npy (dense) "
                                       "or an edge list (see 'rowstoch metrics --help')")
     net.add_argument("--normalize", action=argparse.BooleanOptionalAction, default=False,
-                     help="divide each row of --matrix by its sum (otherwise rows must sum to 1; --no-normalize: "
-                          "an experiment file's normalize = true off)")
+                     help="divide each row of --matrix by its sum (otherwise rows must sum to 1" + (
+                         ")" if every else "; --no-normalize: an experiment file's normalize = true off)"))
     net.add_argument("--undirected", action=argparse.BooleanOptionalAction, default=False,
                      help="link the edges of a directed topology (" + ", ".join(DIRECTED_TOPOLOGIES) + ") both ways")
     net.add_argument("--weights", choices=["in-degree", "metropolis"], default="in-degree",
                      help="in-degree: the paper's rule; metropolis: the doubly stochastic Metropolis-Hastings W of an "
                           "undirected graph (with --undirected for the directed topologies)")
-    net.add_argument("--seed", type=_seed, default=0,
-                     help="seed of the gradient streams and of random topologies")
+    net.add_argument("--seed", type=_seed, default=0, help="seed of random topologies" if every else
+                     "seed of the gradient streams and of random topologies")
 
 
 def _algorithm_options(group):
@@ -390,13 +394,7 @@ def make_parser():
                        description="beta (1 - beta is the generalized spectral gap), kappa (equilibrium skewness), "
                                    "Theorem 3's number of gossip rounds R, and whether every node has a self loop.",
                        epilog=EDGE_LIST_HELP + ".")
-    m.add_argument("--topology", default="all",
-                   help="a network ('rowstoch topologies' lists them) or 'all'")
-    m.add_argument("--n", type=_positive_int, default=None, help="number of nodes (default 16; not for paper-*)")
-    m.add_argument("--seed", type=_seed, default=0, help="seed of random topologies")
-    m.add_argument("--matrix", help="matrix file: .npz (scipy sparse), .mtx, .npy (dense) or an edge list")
-    m.add_argument("--normalize", action="store_true",
-                   help="divide each row of --matrix by its sum (otherwise rows must sum to 1)")
+    _network_options(m, every=True)
     m.set_defaults(func=cmd_metrics)
 
     t = sub.add_parser("topologies", parents=common, help="list the networks --topology accepts")

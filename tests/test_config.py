@@ -1,0 +1,28 @@
+"""Experiment files (rowstoch_fast.config): what a file may hold, and its values as the command line reads them."""
+
+import pytest
+
+from rowstoch_fast import config
+
+BASE = '[network]\ntopology = "ring"\nn = 8\n[run]\nalgorithms = "dsgd"\n'
+
+
+@pytest.mark.parametrize("metrics", ['"suboptimality, consensus_error"', '["suboptimality", "consensus_error"]',
+                                     '["suboptimality,consensus_error"]'])
+def test_outputs_metrics_take_what_run_algorithms_takes(tmp_path, metrics):
+    """``[outputs] metrics`` takes a list or one string separated by commas, as ``[run] algorithms`` does (helper 219:
+    ``metrics = "suboptimality"`` was refused, "must be a list of strings")."""
+    path = tmp_path / "e.toml"
+    path.write_text(f"{BASE}[outputs]\nmetrics = {metrics}\n")
+    options, _, _ = config.load(str(path))
+    assert options["metric"] == "suboptimality,consensus_error"
+
+
+@pytest.mark.parametrize("metrics, said", [("[]", "must be a string or a list of strings, got list []"),
+                                           ('""', "metrics was given an empty value")])
+def test_outputs_metrics_empty_are_refused_naming_the_key(tmp_path, metrics, said):
+    path = tmp_path / "e.toml"
+    path.write_text(f"{BASE}[outputs]\nmetrics = {metrics}\n")
+    with pytest.raises(config.ConfigError, match=r"\[outputs\] metrics") as caught:
+        config.load(str(path))
+    assert said in str(caught.value)
