@@ -6,11 +6,12 @@ import bz2
 import gzip
 import lzma
 import os
+import stat
 import zlib
 
 from ._checks import available_memory, lines_within_memory
 
-__all__ = ["TEXT_ENCODING", "atomic_write", "is_header", "loadtxt_source", "open_text"]
+__all__ = ["TEXT_ENCODING", "atomic_write", "file_target", "is_header", "loadtxt_source", "open_text"]
 
 #: How the text files a user brings (edge lists, CSV data) are read: UTF-8, a byte-order mark (Excel's "CSV UTF-8"
 #: writes one) read as nothing; it made the first line a "header", and its edge or sample was dropped.
@@ -25,11 +26,31 @@ def check_path(path, name="path"):
     return os.fspath(path)
 
 
+def file_target(path, name="path"):
+    """Where a file written at ``path`` (a str or os.PathLike) goes, checked before anything is written: the file a
+    symbolic link names (written through it: the link stays), else ``path``; a ValueError naming ``name`` where
+    that exists and is not a regular file (a device, a FIFO, a socket: the rename of an atomic write replaces it
+    by a regular file; helper 218's checkpoint at /dev/null turned a machine's /dev/null into one), an
+    IsADirectoryError where it is a folder."""
+    path = check_path(path, name)
+    target = os.path.realpath(path) if os.path.islink(path) else path
+    if os.path.isdir(target):
+        raise IsADirectoryError(f"{name} {path!r} is a folder; give a file's path in it")
+    if os.path.lexists(target) and not os.path.isfile(target):
+        mode = os.stat(target).st_mode
+        kind = ("a device" if stat.S_ISCHR(mode) or stat.S_ISBLK(mode) else "a FIFO (named pipe)"
+                if stat.S_ISFIFO(mode) else "a socket" if stat.S_ISSOCK(mode) else "not a regular file")
+        raise ValueError(f"{name} {path!r} is {kind}" + (f" ({target!r})" if target != path else "")
+                         + ": a file written there would replace it; give a regular file's path")
+    return target
+
+
 def atomic_write(path, write, mode="w"):
     """``write(fh)`` into ``path`` through a temporary file in its folder, flushed to disk, then renamed over it; a
     text file in UTF-8, whatever the locale (under ``LANG=C`` the "±" of summary.md ended a comparison whose
-    methods had all run)."""
-    path = os.fspath(path)  # (None: "expected str, bytes or os.PathLike object", as open says it)
+    methods had all run). Into the file a symbolic link names; not over a device, FIFO or socket
+    (:func:`file_target`)."""
+    path = file_target(path)  # (None: a TypeError naming the path)
     folder = os.path.dirname(path) or "."
     if not os.path.isdir(folder):  # (the error had named the temporary file, not the one asked for)
         raise FileNotFoundError(f"cannot write {path!r}: its folder {folder!r} does not exist")

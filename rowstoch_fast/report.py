@@ -24,6 +24,7 @@ import textwrap
 import numpy as np
 
 from ._checks import check_int, check_names, check_not_subnormal, check_positive_float, check_text, fmt_bytes
+from ._files import file_target
 
 __all__ = ["AXES", "METRIC_LABELS", "COST_UNITS", "check_axis", "check_cost_weights", "check_formats", "draw", "figure",
            "ranks_caption", "table_caption", "to_latex", "to_markdown", "with_cost",
@@ -318,10 +319,11 @@ def save(fig, path, dpi=DPI, format=None):
         if not os.path.isdir(folder):  # (the error named the temporary file: 'h.png.part')
             raise FileNotFoundError(f"cannot save the figure to {path!r}: its folder {folder!r} does not exist")
         _check_pixels(fig, dpi, format or ext)
-        tmp = f"{path}.part"
+        target = file_target(path)  # (through a link; a device or FIFO refused, not replaced: helper 218)
+        tmp = f"{target}.part"
         try:
             fig.savefig(tmp, dpi=dpi, format=format or ext, **_undated(format or ext))
-            os.replace(tmp, path)
+            os.replace(tmp, target)
         finally:
             if os.path.exists(tmp):
                 os.remove(tmp)

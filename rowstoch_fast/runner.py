@@ -19,7 +19,7 @@ from ._checks import (MAX_KEY, MAX_ROUNDS, check_bool, check_choice, check_int, 
                       did_you_mean, load_npz_file, precision_of, require_memory)
 from ._metric_names import METRICS, TEST_METRICS  # (the metrics of every record, in order; the test ones)
 from ._progress import bar as progress_bar
-from ._files import atomic_write, check_path
+from ._files import atomic_write, check_path, file_target
 from ._signals import first, hold, put_back, signals_held, sigterm_as_interrupt
 from .algorithms import REGISTRY
 from .algorithms import names as _algorithm_names
@@ -950,19 +950,23 @@ def _save_checkpoint(path, opt, oracle, rows, meta, wall_offset):
     })
     if last is not None:
         state["oracle_last"] = last
-    tmp = f"{path}.tmp-{os.getpid()}"
     with signals_held():  # a Ctrl-C or SIGTERM waits for the file (NumPy 1.x left the archive half-open, and its
         # cleanup complained); under MPI it goes on to the run's agreement
+        tmp = None
         try:
+            target = file_target(path, "checkpoint")  # (through a link; a device put there since the run's check
+            # refused, not replaced: helper 218)
+            tmp = f"{target}.tmp-{os.getpid()}"
             with open(tmp, "wb") as f:
                 np.savez(f, **state)
                 f.flush()
                 os.fsync(f.fileno())
                 f.close()
-                os.replace(tmp, path)  # atomic: a reader sees the old or the new checkpoint, never half of one
-        except OSError as exc:  # disk full, folder gone: keep running, keep the last good checkpoint
+                os.replace(tmp, target)  # atomic: a reader sees the old or the new checkpoint, never half of one
+        except (OSError, ValueError) as exc:  # disk full, folder gone: keep running, keep the last good checkpoint
             try:
-                os.remove(tmp)
+                if tmp is not None:
+                    os.remove(tmp)
             except OSError:
                 pass
             warnings.warn(f"could not write checkpoint {path!r} ({exc}); the run goes on and the previous "
@@ -1270,6 +1274,7 @@ def run(algorithm, objective, iterations, *, record_every=None, repeats=1, seed=
         if checkpoint and backends.one_process(algorithm.backend):  # (under MPI rank 0 writes it, and a check
             # failing on one rank alone would leave the others waiting)
             _check_writable_folder(checkpoint, "checkpoint")
+            file_target(checkpoint, "checkpoint")  # (a device or FIFO there: refused before the run)
         if objective.n != algorithm.A.n:
             raise ValueError(f"objective has n = {objective.n} nodes but the network has {algorithm.A.n}")
         batch_of(objective)  # (an objective of the user's: its batch, before anything runs)

@@ -1,0 +1,66 @@
+"""Files the package writes: never over a device, a FIFO or a socket; through a symbolic link (helper 218)."""
+
+import os
+
+import numpy as np
+import pytest
+
+import rowstoch_fast as rf
+from rowstoch_fast import report, topology
+from rowstoch_fast._files import atomic_write, file_target
+from rowstoch_fast.objectives import Quadratic
+
+fifo_only = pytest.mark.skipif(not hasattr(os, "mkfifo"), reason="no named pipes here")
+
+
+@fifo_only
+def test_a_fifo_is_refused_and_kept_and_a_link_is_written_through(tmp_path):
+    """Helper 218: the atomic writers renamed their temporary file over the path asked, so that a checkpoint at
+    /dev/null turned a machine's /dev/null into a regular file, and a symbolic link into a plain file (its target
+    left as it was). A device, FIFO or socket is refused before anything is written; a link is written through."""
+    fifo = tmp_path / "pipe"
+    os.mkfifo(fifo)
+    with pytest.raises(ValueError, match=r"path '.*pipe' is a FIFO \(named pipe\): a file written there would "
+                                         r"replace it; give a regular file's path"):
+        atomic_write(fifo, lambda fh: fh.write("x"))
+    assert not os.path.isfile(fifo) and os.path.exists(fifo)
+    target = tmp_path / "target.csv"
+    target.write_text("old")
+    link = tmp_path / "link.csv"
+    os.symlink(target, link)
+    atomic_write(link, lambda fh: fh.write("new"))
+    assert os.path.islink(link) and target.read_text() == "new"
+    os.symlink(fifo, tmp_path / "to_pipe")
+    with pytest.raises(ValueError, match=r"is a FIFO \(named pipe\) \('.*pipe'\)"):
+        file_target(tmp_path / "to_pipe", "checkpoint")
+    with pytest.raises(IsADirectoryError, match="out '.*' is a folder"):
+        file_target(tmp_path, "out")
+    assert file_target(tmp_path / "new.npz") == os.fspath(tmp_path / "new.npz")  # (not there yet: fine)
+
+
+@fifo_only
+def test_a_run_refuses_a_checkpoint_on_a_fifo_before_it_runs_and_figures_and_histories_too(tmp_path):
+    fifo = tmp_path / "pipe"
+    os.mkfifo(fifo)
+    f = Quadratic.random(4, 3, seed=0)
+    algorithm = rf.Algorithm(topology.exponential(4), 0.05, method="dsgd")
+    with pytest.raises(ValueError, match="checkpoint '.*pipe' is a FIFO"):
+        rf.run(algorithm, f, 5, progress=False, checkpoint=str(fifo))
+    history = rf.run(algorithm, f, 5, progress=False)
+    for write in (history.to_csv, history.to_json):
+        with pytest.raises(ValueError, match="is a FIFO"):
+            write(str(fifo))
+    plt = report.pyplot()
+    fig = plt.figure()
+    try:
+        with pytest.raises(ValueError, match="is a FIFO"):
+            report.save(fig, str(fifo), format="png")
+    finally:
+        plt.close(fig)
+    assert not os.path.isfile(fifo)
+    link = tmp_path / "ck.npz"
+    os.symlink(tmp_path / "real.npz", link)  # (dangling until the run writes its target)
+    rf.run(algorithm, f, 5, progress=False, checkpoint=str(link), checkpoint_every=2)
+    assert os.path.islink(link)
+    with np.load(link) as saved:
+        assert "format" in saved
