@@ -360,6 +360,10 @@ def spread_within(mean, spread, lowest, highest):
                 np.maximum(np.minimum(mean + width, highest), mean))
 
 
+#: The highest a panel reaches: records above it leave it (a margin and ticks above about 1e307 overflow).
+TOP = 1e300
+
+
 def draw(ax, frame, metric, x="rounds"):
     """One line per algorithm of ``frame``: the mean of ``metric`` over repetitions against ``x``, a band of one
     standard deviation (within the repetitions' range: on a log panel the mean minus one standard deviation can
@@ -400,6 +404,7 @@ def draw(ax, frame, metric, x="rounds"):
         theirs = max(1e-16 * top, float(others.min()) / 3.0)
         floor = theirs if floor is None else min(floor, max(theirs, floor * 1e-3))
     floor = 1e-16 * top if floor is None else floor
+    top = min(top, TOP)  # (a record at 1e308: its margin overflowed, and so did matplotlib's ticks, helper 218)
     high = top * 3.0
     if linear:  # (the records' range and a tenth of it around)
         bottom = float(values.min()) if values.size else 0.0
@@ -511,6 +516,11 @@ def figure(frames, metrics, x="rounds", path=None, formats=("png",), titles=None
             except (TypeError, ValueError):
                 raise TypeError(f"metrics: {m!r} in frames[{k}] holds {frame[m].dtype} values that are not numbers "
                                 f"(e.g. {frame[m].iloc[0]!r:.40})") from None
+        check_records(frame, f"frames[{k}]", metrics, ("algorithm", "lr", AXES[check_axis(x)][0]))
+        unrecorded = [m for m in metrics if len(frame) and frame[m].isna().all()]
+        if unrecorded:  # (a column of NaN: an empty panel, marked as a run that left it, helper 218)
+            raise ValueError(f"metrics: {unrecorded[0]!r} has no record in frames[{k}]: a metric this comparison did "
+                             "not record (compare(..., metrics=[...]) records it)")
     if titles is not None:
         titles = [titles] if isinstance(titles, str) else [str(t) for t in titles]
         if len(titles) != len(frames):  # (fewer had left the last rows untitled, unsaid, helper 204)
@@ -728,6 +738,68 @@ def tuning_figure(tuning, path=None, formats=("png",), dpi=TUNING_DPI, title=Non
 _GROUPS = ("graph", "setting")
 
 
+def check_records(frame, name, metrics, needed=()):
+    """That ``frame`` (named ``name`` in errors) holds a comparison's records as :func:`figure` and
+    :func:`~rowstoch_fast.compare.summary` read them, else a ValueError (TypeError for a column of no numbers)
+    saying what is wrong (helper 218): each column once; ``needed`` columns and ``metrics`` present, holding
+    numbers; iterations that are numbers; one record per
+    run and iteration, and one rate per method (two comparisons of one method concatenated, at lr 0.05 and 0.005,
+    were summarized as one row, the rate of one and the final value of the other, and drawn as their average); the
+    repetitions of a method that ran its budget (``ok``, ``no-progress``, ``unstable``) ending at one iteration (a
+    repetition cut at 20 of 40 had been averaged with the others' ends)."""
+    columns = list(getattr(frame, "columns", ()))
+    twice = next((c for c in columns if columns.count(c) > 1), None)
+    if twice is not None:
+        raise ValueError(f"{name} has the column {twice!r} twice")
+    missing = [c for c in (*needed, *metrics) if c not in columns]
+    if missing:
+        raise ValueError(f"{name} must be the records compare() returns; it has no column {', '.join(missing)}")
+    if not any(c in columns for c in ("status", "diverged")):
+        raise ValueError(f"{name} must be the records compare() returns; it has no status (or diverged) column")
+    for m in metrics:
+        if frame[m].dtype.kind not in "biuf":  # (numbers as text: "dtype 'str' does not support operation 'mean'")
+            raise TypeError(f"{name}'s column {m!r} must hold numbers, got dtype {frame[m].dtype}")
+    if "iteration" in columns and not np.isfinite(_pd_numbers(frame["iteration"])).all():
+        raise ValueError(f"{name}'s iteration column must hold whole numbers, got a missing or non-numeric one")
+    groups = [g for g in (*_GROUPS, "algorithm") if g in columns]
+    if "algorithm" not in columns or "iteration" not in columns:
+        return
+    if frame["algorithm"].isna().any():  # (they had been summarized as one method, "nan")
+        raise ValueError(f"{name}'s algorithm column has missing labels: every record names its method")
+    run = [*groups, "rep"] if "rep" in columns else groups
+    doubled = frame.duplicated(subset=[*run, "iteration"])
+    if doubled.any():
+        row = frame.loc[doubled].iloc[0]
+        raise ValueError(f"{name} holds two records of {row['algorithm']} at iteration {row['iteration']}"
+                         + (f" (repetition {row['rep']})" if "rep" in columns else "")
+                         + ": two runs of one method (two comparisons concatenated?); give each its own label "
+                         "(frame.assign(algorithm=...)) or a graph or setting column that tells them apart")
+    if "lr" in columns:
+        rates = frame.groupby(groups, sort=False)["lr"].nunique()
+        if (rates > 1).any():
+            key = rates.index[int(np.argmax(rates.to_numpy() > 1))]
+            raise ValueError(f"{name} holds runs of {key if isinstance(key, str) else key[-1]} at "
+                             f"{int(rates.max())} rates: one method's runs share theirs; give each rate's runs "
+                             "their own label (frame.assign(algorithm=...))")
+    if "rep" in columns and "status" in columns:
+        ok = frame["status"].isin(["ok", "done", "no-progress", "unstable"])  # (ran their budget: not stopped)
+        ends = frame.loc[ok].groupby(run, sort=False)["iteration"].max()
+        if len(ends):
+            spans = ends.groupby(level=list(range(len(groups))), sort=False).agg(["min", "max"])
+            apart = spans[spans["min"] != spans["max"]]
+            if len(apart):
+                key = apart.index[0]
+                raise ValueError(f"{name}: the repetitions of {key if isinstance(key, str) else key[-1]}, which "
+                                 f"ran their budget, end at iterations {apart['min'].iloc[0]} to "
+                                 f"{apart['max'].iloc[0]}: "
+                                 "records cut short (a filtered frame?); a summary or figure reads every "
+                                 "repetition to its end")
+
+
+#: The columns of a summary its tables read (:func:`to_markdown`, :func:`to_latex`, the printed one).
+SUMMARY_COLUMNS = ("lr", "lr_source", "rounds_per_iteration", "communication_rounds", "final_std", "status")
+
+
 def _check_summary(table):
     """``table`` if it is a comparison's summary, else a TypeError naming it."""
     if not hasattr(table, "attrs") or not hasattr(table, "columns") or "algorithm" not in table.columns:
@@ -737,6 +809,10 @@ def _check_summary(table):
         raise TypeError("table must be a comparison's summary (rowstoch_fast.compare.summary(frame)), got its "
                         "records" if "iteration" in table.columns else "table must be a comparison's summary "
                         "(rowstoch_fast.compare.summary(frame)): it has no final column")
+    missing = [c for c in SUMMARY_COLUMNS if c not in table.columns]
+    if missing:  # (pandas' KeyError 'status', or "'Pandas' object has no attribute 'lr_source'": helper 218)
+        raise ValueError(f"table must be a comparison's summary (rowstoch_fast.compare.summary(frame)); it has no "
+                         f"column {', '.join(missing)}")
     return table
 
 
@@ -792,6 +868,8 @@ def rate_text(lr):
         lr = float(lr)
     except (TypeError, ValueError):  # ("abc": float()'s words, helper 204)
         raise TypeError(f"lr must be a number, got {type(lr).__name__} {lr!r:.60}") from None
+    except OverflowError:  # (10**400: "int too large to convert to float", helper 218)
+        raise ValueError(f"lr must be a float64 number, got an integer of {len(str(abs(lr)))} digits") from None
     if not math.isfinite(lr):
         return str(lr)
     for digits in range(1, 7):
@@ -1131,8 +1209,8 @@ def to_markdown(table, metrics=None):
             # (NaN: one repetition; inf: a spread that overflowed, said)
             row.append(f"**{text}**" if best else text)
         row.append(r.status)
-        lines.append("| " + " | ".join(cell.replace("|", "\\|") for cell in row) + " |")  # (a '|' of a label
-        # had split its row: helper 192's lr_source "a|b")
+        lines.append("| " + " | ".join(" ".join(cell.replace("|", "\\|").split("\n")) for cell in row) + " |")
+        # (a '|' of a label had split its row: helper 192's lr_source "a|b"; a line break too, helper 218)
     notes = _notes(table)
     if "rank_shared" in table.columns and table["rank_shared"].fillna(False).any():
         lines += ["", ties_note(table)]
@@ -1163,12 +1241,18 @@ def _tex_head(metric):
 
 def tex_number(mean, std=None, digits=2):
     """``mean`` (and ``std``) as LaTeX math with one power of ten: ``$(1.83 \\pm 0.29) \\times 10^{-1}$`` (``$1.83
-    \times 10^{-1}$`` without ``std``; ``$0$`` and non-finite values as words)."""
-    digits = check_int(digits, "digits", minimum=0)
+    \times 10^{-1}$`` without ``std``; ``$0$`` and non-finite values as words). ``digits``: 0 to 17, the most a
+    float64 holds (helper 218: 10**9 built strings of 1 GB each)."""
+    digits = check_int(digits, "digits", minimum=0, maximum=17)
     for value, name in ((mean, "mean"), (std, "std")):  # ("a": math.isfinite's words, helper 204)
         if (value is not None or name == "mean") and (isinstance(value, (bool, np.bool_))
                                                       or not isinstance(value, numbers.Real)):
             raise TypeError(f"{name} must be a real number, got {type(value).__name__} {value!r:.60}")
+        try:
+            float(value if value is not None else 0.0)
+        except OverflowError:  # (10**400: "int too large to convert to float", helper 218)
+            raise ValueError(f"{name} must be a float64 number, got an integer of {len(str(abs(value)))} "
+                             "digits") from None
     if not math.isfinite(mean):
         return r"$\infty$" if mean > 0 else ("n/a" if mean != mean else r"$-\infty$")
     if mean == 0:

@@ -3338,7 +3338,7 @@ def test_a_run_that_reaches_rounding_says_so_and_its_triangle_is_not_one_of_the_
     plt.close(fig)
     # (helper 210: in the figure's legend, one entry per method, the last panel's label had replaced the others':
     # rounding in the first of two panels went unsaid; a status and the rounding note are read apart)
-    fig = report.figure([pd.concat([frame, exact], ignore_index=True)], ["consensus_error", "suboptimality"])
+    fig = report.figure([pd.concat([frame, exact], ignore_index=True)], ["consensus_error", "grad_norm_mean"])
     labels = [t.get_text() for t in fig.legends[0].get_texts()]
     assert "exact (to rounding)" in labels and "dsgd" in labels, labels
     plt.close(fig)
@@ -3408,6 +3408,50 @@ def test_a_run_that_leaves_the_panel_from_below_its_floor_is_its_triangle_and_th
     plt.close(fig)
 
 
+def test_records_that_mix_runs_or_were_cut_are_refused_by_summaries_and_figures(problem):
+    """Helper 218: two comparisons of DSGD concatenated (lr 0.05 and 0.005) were summarized as one row, the rate of
+    one and the final value of the other, and drawn as their average; a repetition cut at iteration 20 of 40 was
+    averaged with the others' ends; NaN labels summarized as one method "nan"; a metric never recorded drawn as an
+    empty panel marked as a run that left it; a record at 1e308 overflowed the panel's margin; a table's label with
+    a line break split its Markdown row; summaries without the columns the tables read met pandas' KeyError."""
+    import matplotlib.pyplot as plt
+
+    from rowstoch_fast import report
+
+    A, f = problem
+    one = cmp.compare(A, f, "dsgd", 40, lr=0.05, repeats=2, progress=False)
+    other = cmp.compare(A, f, "dsgd", 40, lr=0.005, repeats=2, progress=False)
+    both = pd.concat([one, other], ignore_index=True)
+    for call in (lambda: cmp.summary(both), lambda: report.figure([both], ["grad_norm_mean"])):
+        with pytest.raises(ValueError, match=r"holds two records of dsgd at iteration 0 \(repetition 0\): two runs of "
+                                             r"one method"):
+            call()
+    apart = pd.concat([one, other.assign(rep=other["rep"] + 2)], ignore_index=True)
+    with pytest.raises(ValueError, match="holds runs of dsgd at 2 rates"):
+        cmp.summary(apart)
+    cut = one[~((one["rep"] == 1) & (one["iteration"] > 20))]
+    with pytest.raises(ValueError, match="the repetitions of dsgd, which ran their budget, end at iterations 20 to 40"):
+        cmp.summary(cut)
+    assert len(cmp.summary(cut.assign(status="interrupted")))  # (an interrupted run's repetitions stop apart)
+    with pytest.raises(ValueError, match="algorithm column has missing labels"):
+        cmp.summary(one.assign(algorithm=np.nan))
+    with pytest.raises(ValueError, match="metrics: 'suboptimality' has no record in frames\\[0\\]: a metric this "
+                                         "comparison did not record"):
+        report.figure([one], ["suboptimality"])
+    huge = one.assign(grad_norm_mean=1e308)
+    plt.close(report.figure([huge], ["grad_norm_mean"]))
+    table = cmp.summary(one.assign(algorithm="two\nlines"))
+    assert "| two lines |" in report.to_markdown(table)
+    with pytest.raises(ValueError, match="summary .*; it has no column lr_source"):
+        report.to_latex(table.drop(columns=["lr_source"]))
+    with pytest.raises(ValueError, match="digits must be <= 17"):
+        report.tex_number(1.5, digits=10**9)
+    with pytest.raises(ValueError, match="mean must be a float64 number, got an integer of 401 digits"):
+        report.tex_number(10**400)
+    with pytest.raises(ValueError, match="lr must be a float64 number"):
+        report.rate_text(10**400)
+
+
 def test_counted_axes_write_their_ticks_with_a_prefix(problem):
     """A reviewer's trial: under ``--x bytes`` the ticks ran together ("0 100000200000300000") under a panel."""
     import matplotlib.pyplot as plt
@@ -3429,7 +3473,7 @@ def test_counted_axes_write_their_ticks_with_a_prefix(problem):
     frame = cmp.compare(A, f, "dsgd", 350, lr=0.05, repeats=1, progress=False)
     for x, frames in (("bytes", [frame, frame, frame]), ("cost", [report.with_cost(frame, {"gradient": 1,
                                                                                             "round": 100})])):
-        fig = report.figure(frames, ["consensus_error", "suboptimality"], x=x)
+        fig = report.figure(frames, ["consensus_error", "grad_norm_mean"], x=x)
         fig.canvas.draw()
         renderer = fig.canvas.get_renderer()
         for ax in fig.axes:

@@ -7,7 +7,8 @@ import math
 import numpy as np
 
 from .._checks import check_names, check_positive_float, check_text
-from ..report import _check_summary as check_summary, _said as said, rate_text, single_runs, table_notes, tie_note
+from ..report import (_check_summary as check_summary, _said as said, check_records, rate_text, single_runs,
+                      table_notes, tie_note)
 from ..runner import METRICS, check_metric
 from ..user_metrics import COUNTS, RESERVED, higher_is_better
 from .tuning import CONVERGED
@@ -106,6 +107,7 @@ def check_frame(frame, metrics):
     for metric in metrics:  # (text in a metric's column: "could not convert string to float: 'x'")
         if frame[metric].dtype.kind not in "biuf":
             raise TypeError(f"frame's column {metric!r} must hold numbers, got dtype {frame[metric].dtype}")
+    check_records(frame, "frame", metrics)
 
 
 def status_of_rows(runs):
@@ -279,15 +281,20 @@ def summary(frame, metric=None, metrics=(), *, cache=None):
         starts = good[good["iteration"] == good.groupby(runs_of, sort=False)["iteration"].transform("min")] \
             if len(good) else good
         for m in shown:  # (the runs' starts, the tuner's scale: the largest record had been one run's spike, 4.2e9,
-            # whose 1e-12 tied two methods 1.46e-3 apart, helper 184; the largest record where every start is at
-            # rounding of it: nodes that start at one point have a consensus error of 0, or 1.8e-17, which had
-            # told 2.2e-16 from 1.2e-15 after it rose to 0.2, helper 219)
+            # whose 1e-12 tied two methods 1.46e-3 apart, helper 184; where every start is at rounding of the runs'
+            # typical records, the largest run's median record: nodes that start at one point have a consensus
+            # error of 0, or 1.8e-17, which had told 2.2e-16 from 1.2e-15 after it rose to 0.2, helper 219)
             v = starts[m].to_numpy(dtype=np.float64)
             v = np.abs(v[np.isfinite(v)])
-            every = good[m].to_numpy(dtype=np.float64)
-            every = np.abs(every[np.isfinite(every)])
-            if not v.size or every.size and not v.max() > converged(m) * every.max():
-                v = every
+            with np.errstate(invalid="ignore"):
+                typical = good[m].abs().replace(np.inf, np.nan).groupby([good[c] for c in runs_of], sort=False) \
+                    .median().to_numpy(dtype=np.float64) if len(good) else np.empty(0)
+            typical = typical[np.isfinite(typical)]
+            if typical.size and (not v.size or not v.max() > converged(m) * typical.max()):
+                v = typical
+            if not v.size or not v.max() > 0:
+                v = good[m].to_numpy(dtype=np.float64)
+                v = np.abs(v[np.isfinite(v)])
             scales[m][key] = float(v.max()) if v.size else None
     wide = []  # (the shared ranks of methods far above one they rank with: report.wide_ties)
     if len(table):
