@@ -556,6 +556,25 @@ def test_compare_takes_the_communication_options_and_the_toml_table(tmp_path, ca
 
 
 
+def test_a_file_of_values_per_node_is_read_a_chunk_at_a_time_and_a_bad_word_quoted_short(tmp_path):
+    """Helper 218: a text file of values per node was read whole and its first word that is not a number quoted
+    whole: 20 MB of NUL bytes (one word) made an 84 MB error line; 200 MB took 4.4 GB of memory before it failed.
+    A word is refused as soon as it is read, quoted to 40 characters, one longer than a number can be as soon as
+    it is that long; numbers split across chunks read as written."""
+    from rowstoch_fast.network import options as network_options
+
+    (tmp_path / "ok.txt").write_text("0.125, 0.25\n0.5 1e-3")
+    assert network_options._text_values(tmp_path / "ok.txt", chunk=3) == [0.125, 0.25, 0.5, 1e-3]
+    (tmp_path / "nul.txt").write_bytes(b"\0" * 3_000_000)
+    with pytest.raises(ValueError, match=r"^'(\\x00){40}'\.\.\. is not a number \(a word of more than 64 "):
+        network_options._text_values(tmp_path / "nul.txt")
+    (tmp_path / "word.txt").write_text("0.5 " + "y" * 50)
+    with pytest.raises(ValueError, match=r"^'y{40}'\.\.\. is not a number$"):
+        network_options._text_values(tmp_path / "word.txt")
+    with pytest.raises(network_options.UsageError, match=r"--loss @.*nul.txt: not a file of numbers \('"):
+        network_options.node_spec(f"@{tmp_path / 'nul.txt'}", "--loss")
+
+
 def test_the_command_line_and_a_file_give_values_per_node(tmp_path, capsys):
     """--loss / --awake / --rate / --noise / --bits / --k and their [communication] keys take one value per node:
     ``FIRST..LAST`` (evenly spread, rounded for bits and k) and ``@FILE`` (.npy or text) build the layers with those

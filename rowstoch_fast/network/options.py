@@ -146,6 +146,32 @@ class NodeValues:
         return np.rint(out).astype(np.int64) if integer else out
 
 
+#: The longest word a text file of one value per node may hold (a float64 written out takes 24 characters).
+LONGEST_WORD = 64
+
+
+def _text_values(path, chunk=1 << 20):
+    """The numbers of a text file (separated by spaces, commas or line breaks), read a chunk at a time: a word
+    that is not a number is refused as soon as it is read, quoted to 40 characters, and one longer than
+    :data:`LONGEST_WORD` as soon as it is (helper 218: a file of 20 MB of NUL bytes, one word, was read whole and
+    quoted whole, an 84 MB error line; 200 MB took 4.4 GB of memory before it failed)."""
+    def number(word):
+        try:
+            return float(word)
+        except ValueError:
+            raise ValueError(f"{word[:40]!r}{'...' if len(word) > 40 else ''} is not a number") from None
+
+    values, carry = [], ""
+    with open(path, encoding="utf-8") as fh:
+        while text := fh.read(chunk):
+            words = (carry + text).replace(",", " ").split()
+            carry = words.pop() if words and not (text[-1].isspace() or text[-1] == ",") else ""
+            if len(carry) > LONGEST_WORD:
+                raise ValueError(f"{carry[:40]!r}... is not a number (a word of more than {LONGEST_WORD} characters)")
+            values += [number(w) for w in words]
+    return values + ([number(carry)] if carry else [])
+
+
 @functools.lru_cache(maxsize=16)
 def _file_values(path, stamp):
     """The numbers of a ``.npy`` file (1-D) or a text file, as a read-only 1-D float64 array (``stamp``: its size
@@ -159,9 +185,7 @@ def _file_values(path, stamp):
         if values.dtype.kind not in "fiub":
             raise ValueError(f"it holds {values.dtype}, not numbers")
     else:
-        with open(path, encoding="utf-8") as fh:
-            words = fh.read().replace(",", " ").split()
-        values = np.array([float(w) for w in words], dtype=np.float64)
+        values = _text_values(path)
     values = np.array(values, dtype=np.float64)
     values.flags.writeable = False
     return values
