@@ -42,6 +42,11 @@ __all__ = [
     "PAPER_WEIGHTS",
 ]
 
+#: The most nodes a generator takes: beyond it the nodes' indices overflow int64 before the memory check refuses
+#: the network (helper 218: ``ring(2**63, directed=False)`` raised "Python int too large to convert to C long"),
+#: and no machine holds such a network.
+MAX_NODES = 2**53
+
 _MAX_TRIES = 100
 
 
@@ -134,7 +139,7 @@ def exponential(n, directed=True):
     >>> A.nnz, round(A.metrics().beta, 6)
     (80, 0.6)
     """
-    n = check_int(n, "n", minimum=1)
+    n = check_int(n, "n", minimum=1, maximum=MAX_NODES)
     hops = 1 << np.arange(max(n - 1, 1).bit_length(), dtype=np.int64)
     hops = hops[hops < n]
     if not _check_directed(directed, "exponential"):
@@ -156,7 +161,7 @@ def ring(n, directed=True):
            [0.5, 0.5, 0. ],
            [0. , 0.5, 0.5]])
     """
-    n = check_int(n, "n", minimum=1)
+    n = check_int(n, "n", minimum=1, maximum=MAX_NODES)
     hops = np.arange(1, min(n, 2), dtype=np.int64)
     if not _check_directed(directed, "ring"):
         hops = np.unique(np.concatenate([hops, n - hops]))
@@ -228,7 +233,7 @@ def geometric(n, radius, seed=None):
     >>> geometric(50, 0.3, seed=0).n
     50
     """
-    n = check_int(n, "n", minimum=1)
+    n = check_int(n, "n", minimum=1, maximum=MAX_NODES)
     radius = check_positive_float(radius, "radius")
     _reserve(n + min(float(n) * n, float(n) * n * np.pi * min(radius, 2.0) ** 2), f"geometric({n}, radius={radius})")
     rng = make_rng(seed)
@@ -256,7 +261,7 @@ def nearest_neighbor(n, k=3, seed=None):
     >>> nearest_neighbor(30, 3, seed=1).n
     30
     """
-    n = check_int(n, "n", minimum=1)
+    n = check_int(n, "n", minimum=1, maximum=MAX_NODES)
     k = check_int(k, "k", minimum=1)
     if k >= n:
         raise ValueError(f"k must be < n, got k={k} with n={n}")
@@ -295,7 +300,7 @@ def erdos_renyi(n, p, seed=None, directed=True):
     >>> erdos_renyi(40, 0.05, seed=3).n
     40
     """
-    n = check_int(n, "n", minimum=1)
+    n = check_int(n, "n", minimum=1, maximum=MAX_NODES)
     p = check_positive_float(p, "p")
     if p > 1:
         raise ValueError(f"p must be in (0, 1], got {p}")
@@ -354,7 +359,7 @@ def complete(n):
     array([[0.5, 0.5],
            [0.5, 0.5]])
     """
-    n = check_int(n, "n", minimum=1)
+    n = check_int(n, "n", minimum=1, maximum=MAX_NODES)
     _reserve(float(n) * n, f"complete({n})")
     u, v = np.nonzero(~np.eye(n, dtype=bool)) if n <= 4096 else _complete_pairs(n)
     return _in_degree(n, u.astype(np.int64), v.astype(np.int64))
@@ -377,7 +382,7 @@ def star(n):
            [0.5       , 0.5       , 0.        ],
            [0.5       , 0.        , 0.5       ]])
     """
-    n = check_int(n, "n", minimum=1)
+    n = check_int(n, "n", minimum=1, maximum=MAX_NODES)
     _reserve(3 * n, f"star({n})")
     leaves = np.arange(1, n, dtype=np.int64)
     return _in_degree(n, *_undirected(n, np.zeros_like(leaves), leaves))
@@ -446,7 +451,7 @@ def paper_ring(n=16):
     >>> round(paper_ring(5).metrics().kappa, 6)
     2.0
     """
-    n = check_int(n, "n", minimum=1)
+    n = check_int(n, "n", minimum=1, maximum=MAX_NODES)
     if n in (2, 3):
         raise ValueError(f"paper_ring: n must be 1 or at least 4 (on {n} nodes the chord 0 -> {n // 2} is a link "
                          f"of the ring itself), got {n}")
