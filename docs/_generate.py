@@ -172,7 +172,7 @@ def toml_keys():
     from rowstoch_fast import config
 
     helps = _option_help()
-    kinds = {"list": "list of strings", "str|list": "string or list of strings"}
+    kinds = {"list": "string or list of strings (empty: none)", "str|list": "string or list of strings"}
     lines = ["| table | key | type | option | what it sets |", "|---|---|---|---|---|"]
     for table, keys in config.schema().items():
         for key, (dest, kind) in keys.items():
@@ -186,7 +186,10 @@ def toml_keys():
                         "string separated by commas, as --algorithms); [algorithms.NAME] tables add settings or more")
             flag = next((f"`{f}`" for f in flags if f.startswith("--")), "")  # (the long option, as declared
             # first: a boolean's --X, not its --no-X, which BooleanOptionalAction lists last, helper 219)
-            lines.append(f"| `[{table}]` | `{key}` | {kind} | {flag} | {_cell(text)} |")
+            if (table, key) == ("run", "algorithms"):
+                flag = "`--algorithms`"  # (its destination is the set's: the names go there too)
+            lines.append(f"| `[{table}]` | `{key}` | {_cell(kind)} | {flag} | {_cell(text)} |")  # (a kind's "|":
+            # float|nodes had split its row)
     for key, kind in config.ALGORITHM_KEYS.items():
         lines.append(f"| `[algorithms.NAME]` | `{key}` | {kind.__name__} | | {_cell(_ALGORITHM_KEY_HELP[key])} |")
     lines.append("| `[algorithms.NAME]` | any other | the constructor's | | a hyperparameter of the algorithm's "

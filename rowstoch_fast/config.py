@@ -47,7 +47,8 @@ from .network import options as network_options
 __all__ = ["load", "preset_path", "schema", "SCHEMA"]
 
 #: The tables and keys a file may hold besides ``[communication]`` (whose keys are the network layers' options:
-#: :func:`schema`): ``(option's dest, kind)``; kind is a Python type, ``"list"`` (of strings) or ``"str|list"``.
+#: :func:`schema`): ``(option's dest, kind)``; kind is a Python type, ``"list"`` (a string or a list of strings,
+#: maybe empty) or ``"str|list"`` (one not empty).
 SCHEMA = {
     "network": {"topology": ("topology", "str|list"), "n": ("n", int), "matrix": ("matrix", str),
                 "normalize": ("normalize", bool), "undirected": ("undirected", bool), "weights": ("weights", str)},
@@ -133,7 +134,8 @@ def _all_labels():
 
 
 def _kind_name(kind):
-    return {int: "an integer", float: "a number", bool: "true or false", str: "a string", "list": "a list of strings",
+    return {int: "an integer", float: "a number", bool: "true or false", str: "a string",
+            "list": "a string or a list of strings (empty: none)",
             "str|list": "a string or a list of strings",
             "float|list": "a number, a string giving one per node (FIRST..LAST or @FILE), or a list of them",
             "float|nodes": "a number or a string giving one per node (FIRST..LAST or @FILE)",
@@ -144,7 +146,7 @@ def _check_value(where, value, kind):
     ok = {int: lambda v: isinstance(v, int) and not isinstance(v, bool),
           float: lambda v: isinstance(v, (int, float)) and not isinstance(v, bool),
           bool: lambda v: isinstance(v, bool), str: lambda v: isinstance(v, str),
-          "list": lambda v: isinstance(v, list) and all(isinstance(x, str) for x in v),
+          "list": lambda v: isinstance(v, str) or isinstance(v, list) and all(isinstance(x, str) for x in v),
           "str|list": lambda v: isinstance(v, str) or (isinstance(v, list) and bool(v)
                                                          and all(isinstance(x, str) for x in v)),
           "float|list": lambda v: _number(v) or isinstance(v, str) or (isinstance(v, list) and bool(v) and all(
@@ -304,5 +306,6 @@ def load(path, named_elsewhere=False):
         # refused, helper 219; the names are checked with --metrics-module's, by the command)
         options["metric"] = ",".join(_names(options["metric"]))
     if "format" in options:
-        options["format"] = ",".join(options["format"]) or "none"  # (formats = []: the tables alone)
+        options["format"] = ",".join(_names(options["format"])) or "none"  # (formats = []: the tables alone; a
+        # string as [outputs] metrics takes, helper 219's formats = "pdf")
     return options, algorithms, raw

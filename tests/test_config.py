@@ -26,3 +26,13 @@ def test_outputs_metrics_empty_are_refused_naming_the_key(tmp_path, metrics, sai
     with pytest.raises(config.ConfigError, match=r"\[outputs\] metrics") as caught:
         config.load(str(path))
     assert said in str(caught.value)
+
+
+@pytest.mark.parametrize("formats, read", [("[]", "none"), ('"pdf"', "pdf"), ('"png, pdf"', "png,pdf"),
+                                           ('["png", "pdf"]', "png,pdf")])
+def test_outputs_formats_take_a_string_too(tmp_path, formats, read):
+    """Helper 219: ``formats = "pdf"`` was refused, "must be a list of strings", where ``metrics`` and
+    ``algorithms`` take a string; an empty list still means the tables alone."""
+    path = tmp_path / "e.toml"
+    path.write_text(f"{BASE}[outputs]\nformats = {formats}\n")
+    assert config.load(str(path))[0]["format"] == read
