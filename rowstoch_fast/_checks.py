@@ -103,6 +103,33 @@ def check_text(value, name, *, allow_none=False):
     return value
 
 
+def check_caption(value, name, *, allow_none=True):
+    """``value`` if it is a string matplotlib can draw as a figure's title or legend label (or None where
+    ``allow_none``), else an error naming ``name``, before anything is drawn or written: a TypeError for what is
+    not a string (5 had met textwrap's "'int' object has no attribute 'expandtabs'"), a ValueError where the text
+    between two unescaped ``$`` (which matplotlib reads as TeX math) does not parse ("cost in $ and x_$" had failed
+    in the figure's drawing, after the files before it were written, naming nothing, helper 218). Without
+    matplotlib the string is taken as it is."""
+    check_text(value, name, allow_none=allow_none)
+    if value is None or value.count("$") - value.count(r"\$") < 2:  # (matplotlib's test: an even count > 0)
+        return value
+    try:
+        from matplotlib import cbook
+        from matplotlib.mathtext import MathTextParser
+    except ImportError:
+        return value
+    if not cbook.is_math_text(value):
+        return value
+    try:
+        MathTextParser("path").parse(value)
+    except ValueError as exc:
+        lines = str(exc).splitlines()  # (matplotlib's: "", the math, a caret under the fault, pyparsing's words)
+        where = f" ({lines[1].strip()!r})" if len(lines) > 1 and lines[1].strip() else ""
+        raise ValueError(f"{name} {value!r} cannot be drawn: matplotlib reads the text between two '$' as TeX math, "
+                         f"and that math{where} does not parse; write a literal dollar sign as '\\$'") from None
+    return value
+
+
 def check_choice(value, name, choices, words=None):
     """``value`` if it is one of ``choices`` (names), else an error naming ``name``: a TypeError for a value that
     is not a string (an array had raised NumPy's "truth value of an array ... is ambiguous", a list "unhashable
@@ -136,13 +163,27 @@ def check_positive_float(value, name, *, allow_zero=False):
         value = value.item()
     if isinstance(value, (bool, np.bool_)) or not isinstance(value, numbers.Real):
         raise TypeError(f"{name} must be a real number, got {type(value).__name__} {fmt_value(value)}")
-    value = float(value)
+    value = finite_float(value, name)
     if not np.isfinite(value) or value < 0 or (value == 0 and not allow_zero):
         bound = ">= 0" if allow_zero else "> 0"
         raise ValueError(f"{name} must be finite and {bound}, got {value!r}")
     if not allow_zero:
         check_not_subnormal(value, name)
     return value
+
+
+def finite_float(value, name):
+    """``float(value)`` for a real number, or a ValueError naming ``name`` where it is an integer too large for a
+    float (``10**400``: Python's bare "OverflowError: int too large to convert to float" had named nothing)."""
+    try:
+        return float(value)
+    except OverflowError:
+        what = f"{type(value).__name__} beyond a float's range (about 1.8e308)"
+        if isinstance(value, numbers.Integral):
+            bits = abs(int(value)).bit_length()  # (its digits, without str(), which refuses past 4300 of them)
+            digits = len(str(abs(int(value)))) if bits < 14000 else f"about {int(bits * math.log10(2)) + 1}"
+            what = f"an integer of {digits} digits"
+        raise ValueError(f"{name} must be a finite number, got {what}") from None
 
 
 def check_not_subnormal(value, name, zero_too=False):
@@ -392,12 +433,44 @@ def require_npz_memory(archive, keys, what):
     require_memory(nbytes, what)
 
 
+#: The fewest characters a line of a text file may hold wherever memory would allow fewer (:func:`bounded_lines`).
+MIN_LINE_LIMIT = 2**20
+
+
+def line_limit():
+    """The longest line :func:`bounded_lines` reads by default: a sixteenth of the memory available (a line of
+    numbers costs several times its characters once split), at least :data:`MIN_LINE_LIMIT` characters; 2^30
+    where the memory available is unknown."""
+    avail = available_memory()
+    return 2**30 if avail is None else max(MIN_LINE_LIMIT, avail // 16)
+
+
+def bounded_lines(f, what, limit=None, error=MemoryError):
+    """The lines of the open text file ``f``, none read past ``limit`` characters (default :func:`line_limit`):
+    a longer one is an ``error`` naming ``what`` and the line. A line that never ends (a file of NUL bytes, a
+    binary file) had been read whole into memory by ``for line in f``: a gigabyte of NULs took 6 GB and an OOM
+    kill, or a MemoryError with no words (helper 218)."""
+    limit = line_limit() if limit is None else limit
+    number = 0
+    while True:
+        line = f.readline(limit + 1)
+        if not line:
+            return
+        number += 1
+        if len(line) > limit:
+            raise error(f"{what}: line {number} is longer than {limit:,} characters (no line end in them: a binary "
+                        f"file, or one of NUL bytes?); a text file of numbers has shorter lines")
+        yield line
+
+
 def lines_within_memory(lines, what, delimiter=None, copies=2):
-    """The lines of a text file, passed through while the numbers they hold so far (``delimiter``-separated;
-    whitespace-separated when None) fit in memory ``copies`` times as float64 (the array read and one copy of
-    it); else a MemoryError naming ``what``. For a compressed file, whose size on disk does not bound what it
-    holds (a few MB of gzip decompress to gigabytes of ``0,0``), and for an uncompressed one too large to
-    rule out by its size."""
+    """The lines of a text file (an open file is read by :func:`bounded_lines`), passed through while the numbers
+    they hold so far (``delimiter``-separated; whitespace-separated when None) fit in memory ``copies`` times as
+    float64 (the array read and one copy of it); else a MemoryError naming ``what``. For a compressed file, whose
+    size on disk does not bound what it holds (a few MB of gzip decompress to gigabytes of ``0,0``), and for an
+    uncompressed one too large to rule out by its size."""
+    if hasattr(lines, "readline"):  # (one line read whole had been its whole file where none ended, helper 218)
+        lines = bounded_lines(lines, what)
     avail = available_memory()
     if avail is None:
         yield from lines
@@ -515,11 +588,43 @@ def _require_npy_memory(fh, what):
     require_memory(nbytes, f"{what} (its header declares that many values)")
 
 
+def file_kind(path):
+    """What ``path`` is where it exists and is not a regular file (nor a link to one): ``"a folder"``, ``"a
+    device"``, ``"a FIFO (named pipe)"``, ``"a socket"`` or ``"not a regular file"``; None for a regular file and
+    where nothing is (a reader then says "does not exist": of a device it had said so too, helper 218)."""
+    import stat
+
+    try:
+        mode = os.stat(path).st_mode
+    except (OSError, ValueError):
+        return None
+    if stat.S_ISREG(mode):
+        return None
+    return ("a folder" if stat.S_ISDIR(mode) else "a device" if stat.S_ISCHR(mode) or stat.S_ISBLK(mode)
+            else "a FIFO (named pipe)" if stat.S_ISFIFO(mode) else "a socket" if stat.S_ISSOCK(mode)
+            else "not a regular file")
+
+
+def check_regular_file(path, what, folder="give a file's path"):
+    """``path`` if it is a regular file (or a link to one), else an error naming ``what`` and ``path``: a
+    FileNotFoundError where nothing is there, an IsADirectoryError for a folder (``folder``: what to give
+    instead), a ValueError saying what else it is (a device, a FIFO: a read of which never ends or blocks)."""
+    kind = file_kind(path)
+    if kind == "a folder":
+        raise IsADirectoryError(f"{what} {path!r} is a folder: {folder}")
+    if kind is not None:
+        raise ValueError(f"{what} {path!r} is {kind}, not a regular file: give a file's path")
+    if not os.path.isfile(path):
+        raise FileNotFoundError(f"{what} {path!r} does not exist")
+    return path
+
+
 def _load_numpy_file(path, what):
     if not os.path.exists(path):
         raise FileNotFoundError(f"{what} {path!r} does not exist")
-    if os.path.isdir(path):
-        raise ValueError(f"cannot read {what} {path!r}: it is a folder")
+    kind = file_kind(path)
+    if kind is not None:  # (a device or a FIFO had been opened and read: without end, or blocked)
+        raise ValueError(f"cannot read {what} {path!r}: it is {kind}")
     try:
         with open(path, "rb") as fh:  # our handle: np.load leaks its own when the archive is damaged
             head = fh.read(6)

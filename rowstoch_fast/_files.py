@@ -6,10 +6,9 @@ import bz2
 import gzip
 import lzma
 import os
-import stat
 import zlib
 
-from ._checks import available_memory, lines_within_memory
+from ._checks import available_memory, file_kind, lines_within_memory
 
 __all__ = ["TEXT_ENCODING", "atomic_write", "file_target", "is_header", "loadtxt_source", "open_text"]
 
@@ -34,12 +33,10 @@ def file_target(path, name="path"):
     IsADirectoryError where it is a folder."""
     path = check_path(path, name)
     target = os.path.realpath(path) if os.path.islink(path) else path
-    if os.path.isdir(target):
+    kind = file_kind(target)
+    if kind == "a folder":
         raise IsADirectoryError(f"{name} {path!r} is a folder; give a file's path in it")
-    if os.path.lexists(target) and not os.path.isfile(target):
-        mode = os.stat(target).st_mode
-        kind = ("a device" if stat.S_ISCHR(mode) or stat.S_ISBLK(mode) else "a FIFO (named pipe)"
-                if stat.S_ISFIFO(mode) else "a socket" if stat.S_ISSOCK(mode) else "not a regular file")
+    if kind is not None:
         raise ValueError(f"{name} {path!r} is {kind}" + (f" ({target!r})" if target != path else "")
                          + ": a file written there would replace it; give a regular file's path")
     return target

@@ -29,7 +29,8 @@ import zipfile
 
 import numpy as np
 
-from ._checks import check_int, check_positive_float, make_rng, require_memory, require_npz_memory
+from ._checks import (bounded_lines, check_int, check_positive_float, check_regular_file, make_rng, require_memory,
+                      require_npz_memory)
 from ._files import DAMAGED, TEXT_ENCODING, is_header, loadtxt_source, open_text
 
 __all__ = ["iid_split", "stratified_split", "dirichlet_split", "label_quantity_split", "shard_split", "split_samples", "SPLITS",
@@ -835,7 +836,8 @@ def load_dataset(source, *, format=None, x_key=None, y_key=None, label_column=No
     IsADirectoryError
         A folder (:func:`load_mnist` and :func:`load_cifar10` read theirs).
     ValueError
-        An unknown extension, lengths that differ, a file that is not what its name says, no samples.
+        An unknown extension, lengths that differ, a file that is not what its name says, no samples, a path
+        that is not a regular file (a device, a FIFO).
     TypeError
         Non-numeric features or labels, a source of another kind, items that are not pairs.
     ImportError
@@ -904,13 +906,10 @@ def _checked_xy(X, y, what):
 
 
 def _existing_file(path):
-    """``path`` if it is a file, else FileNotFoundError / IsADirectoryError naming it."""
-    if os.path.isdir(path):
-        raise IsADirectoryError(f"{path!r} is a folder: give a file (.npz, .csv, a LIBSVM file, or a pair of .npy; "
-                                "load_mnist and load_cifar10 read the folders of those)")
-    if not os.path.isfile(path):
-        raise FileNotFoundError(f"data file {path!r} does not exist")
-    return path
+    """``path`` if it is a file, else FileNotFoundError / IsADirectoryError / ValueError (a device, a FIFO: it had
+    "not existed", helper 218) naming it."""
+    return check_regular_file(path, "data file", "give a file (.npz, .csv, a LIBSVM file, or a pair of .npy; "
+                                                 "load_mnist and load_cifar10 read the folders of those)")
 
 
 def _npy(path):
@@ -988,11 +987,11 @@ def _dataset_csv(path, label_column, delimiter):
         with open_text(path) as f:
             first, at = None, 0  # (the first line that is no comment, and its index: a comment line above a
             # header had been read as the header)
-            for at, line in enumerate(f):
+            for at, line in enumerate(bounded_lines(f, path)):  # (a line that never ends: not read whole, helper 218)
                 if line.strip() and not line.lstrip().startswith("#"):  # (a blank line too, helper 194)
                     first = next(csv.reader([line], delimiter=delimiter), None)
                     break
-    except (*_READ_ERRORS, UnicodeDecodeError) as exc:
+    except (*_READ_ERRORS, UnicodeDecodeError, csv.Error) as exc:  # (csv.Error: a field past its 128 KiB)
         raise ValueError(f"{path} cannot be read as text ({type(exc).__name__}: {exc})") from None
     if not first:
         raise ValueError(f"{path} holds no samples (its first line is empty)")

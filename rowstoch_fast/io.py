@@ -16,7 +16,8 @@ import warnings
 import numpy as np
 import scipy.sparse as sp
 
-from ._checks import check_bool, check_choice, check_coo_arrays, check_csr_arrays, load_npy_file, load_npz_file
+from ._checks import (bounded_lines, check_bool, check_choice, check_coo_arrays, check_csr_arrays, file_kind,
+                      load_npy_file, load_npz_file)
 from ._files import (DAMAGED, TEXT_ENCODING, check_path, is_header, loadtxt_source, open_text, open_text_for_writing,
                      uncompressed_name)
 from .errors import UsageError
@@ -85,7 +86,7 @@ def _edge_list_layout(path):
     line skipped when it is a header (no number in it: ``src,dst,weight``; :func:`~rowstoch_fast._files.
     is_header`); the columns of that first line."""
     with open_text(path, errors="replace") as f:
-        for number, line in enumerate(f):
+        for number, line in enumerate(_edge_lines(f, path)):
             data = line.split("#", 1)[0].strip()
             if not data:
                 continue
@@ -94,6 +95,17 @@ def _edge_list_layout(path):
             header = delimiter is not None and is_header(tokens)  # (whitespace-separated: no header, an error)
             return delimiter, number + 1 if header else 0, len(tokens)
     return None, 0, 0
+
+
+#: The longest line of an edge list read (``src dst weight`` and a comment take far fewer characters).
+MAX_EDGE_LINE = 2**20
+
+
+def _edge_lines(f, path):
+    """The lines of the open edge list ``f`` (the file ``path``), a UsageError naming it for one longer than
+    :data:`MAX_EDGE_LINE` characters (a file of NUL bytes had been read whole as its first line: an OOM kill,
+    helper 218)."""
+    return bounded_lines(f, f"edge list {path!r}", MAX_EDGE_LINE, UsageError)
 
 
 def _extension(path):
@@ -120,8 +132,8 @@ MAX_NODE_ID = 2**62
 
 
 def _load_edge_list(path, normalize, dtype=np.float64, stochastic="row"):
+    delimiter, header, _ = _edge_list_layout(path)  # (its UsageError as it is)
     try:
-        delimiter, header, _ = _edge_list_layout(path)
         with warnings.catch_warnings():
             warnings.simplefilter("ignore", UserWarning)  # "input contained no data": reported below
             rows = np.loadtxt(loadtxt_source(path, delimiter), ndmin=2, comments="#", delimiter=delimiter,
@@ -174,7 +186,7 @@ def _data_line_numbers(path, rows):
     _, header, _ = _edge_list_layout(path)
     out, k = {}, -1
     with open_text(path, errors="replace") as f:
-        for number, line in enumerate(f, start=1):
+        for number, line in enumerate(_edge_lines(f, path), start=1):
             if number <= header or not line.split("#", 1)[0].strip():
                 continue
             k += 1
@@ -260,6 +272,8 @@ def load_matrix(path, normalize=False, dtype=np.float64, stochastic="row"):
     path = check_path(path)
     if not os.path.exists(path):
         raise UsageError(f"matrix file {path!r} does not exist")
+    if file_kind(path) is not None:  # (a folder: the OS's "[Errno 21] Is a directory"; a FIFO: a read that blocked)
+        raise UsageError(f"matrix file {path!r} is {file_kind(path)}: give a matrix file's path")
     normalize = check_bool(normalize, "normalize")  # (a string "False" had normalized)
     check_choice(stochastic, "stochastic", ("row", "column"),
                  f"stochastic must be 'row' or 'column', got {stochastic!r}")

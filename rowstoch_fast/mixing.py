@@ -547,10 +547,16 @@ class MixingMatrix:
 
     def _warn_if_long(self, R, columns):
         """A RuntimeWarning, at the caller of :meth:`mix` or :meth:`mix_power`, before ``R`` rounds past
-        :data:`LONG_GOSSIP` multiply-adds (``R = 10**12`` on a 16-node ring ran about 18 hours without a word)."""
+        :data:`LONG_GOSSIP` multiply-adds (``R = 10**12`` on a 16-node ring ran about 18 hours without a word);
+        a ValueError naming ``R`` past :data:`MAX_GOSSIP` (``R = 10**12`` on a larger network: weeks to years,
+        helper 218)."""
         work = R * self.nnz * columns
+        limit = "1 pi^T X (A.pi)" if self.stochastic == "row" else "a rank-one limit"
+        if work > MAX_GOSSIP:
+            raise ValueError(f"R = {R} rounds of {self.nnz} weights x {columns} columns is about {work:.1g} "
+                             f"multiply-adds, but the limit of one call is {MAX_GOSSIP:.0e} (hours of a CPU core); "
+                             f"on a primitive network A^R X tends to {limit} as R grows: use that, or fewer rounds")
         if work > LONG_GOSSIP:
-            limit = "1 pi^T X (A.pi)" if self.stochastic == "row" else "a rank-one limit"
             warnings.warn(f"A^R X: R = {R} rounds of {self.nnz} weights x {columns} columns is about {work:.1g} "
                           f"multiply-adds (minutes to days); on a primitive network it tends to {limit} as R "
                           "grows; Ctrl-C stops the call", RuntimeWarning, stacklevel=caller_outside())
@@ -725,6 +731,9 @@ def _check_drawing(ax, path, node_color, edge_color):
 #: The multiply-adds past which :meth:`MixingMatrix.mix_power` warns that it will run long (about 10-20 minutes
 #: of one CPU core).
 LONG_GOSSIP = 1e12
+#: The most multiply-adds one :meth:`MixingMatrix.mix_power` call takes (about 5 hours of one CPU core, at the
+#: 18 hours that 3.2e13 took): past it the call is refused, naming ``R``.
+MAX_GOSSIP = 1e13
 
 #: The named layouts of :meth:`MixingMatrix.draw`.
 _LAYOUTS = ("circular", "spring")

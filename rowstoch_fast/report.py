@@ -23,7 +23,8 @@ import textwrap
 
 import numpy as np
 
-from ._checks import check_int, check_names, check_not_subnormal, check_positive_float, check_text, fmt_bytes
+from ._checks import (check_caption, check_int, check_names, check_not_subnormal, check_positive_float, check_text,
+                      fmt_bytes)
 from ._files import file_target
 
 __all__ = ["AXES", "METRIC_LABELS", "COST_UNITS", "check_axis", "check_cost_weights", "check_formats", "draw", "figure",
@@ -523,6 +524,8 @@ def figure(frames, metrics, x="rounds", path=None, formats=("png",), titles=None
                              "not record (compare(..., metrics=[...]) records it)")
     if titles is not None:
         titles = [titles] if isinstance(titles, str) else [str(t) for t in titles]
+        titles = [check_caption(t, f"titles[{k}]") for k, t in enumerate(titles)]  # (matplotlib's parser's words
+        # at the drawing had named none, helper 218)
         if len(titles) != len(frames):  # (fewer had left the last rows untitled, unsaid, helper 204)
             raise ValueError(f"titles: {len(titles)} title(s) for {len(frames)} frame(s); give one per frame")
     if path is not None and not isinstance(path, (str, os.PathLike)):

@@ -15,8 +15,8 @@ from dataclasses import dataclass
 import numpy as np
 
 from . import _core, _progress, backends
-from ._checks import (MAX_KEY, MAX_ROUNDS, check_bool, check_choice, check_int, check_step_size, check_tracker,
-                      did_you_mean, load_npz_file, precision_of, require_memory)
+from ._checks import (MAX_KEY, MAX_ROUNDS, check_bool, check_caption, check_choice, check_int, check_step_size,
+                      check_tracker, did_you_mean, load_npz_file, precision_of, require_memory)
 from ._metric_names import METRICS, TEST_METRICS  # (the metrics of every record, in order; the test ones)
 from ._progress import bar as progress_bar
 from ._files import atomic_write, check_path, file_target
@@ -480,6 +480,8 @@ class History:
         from .report import axes_for, pyplot
 
         table, document, figure = self.FILES
+        title, label = check_caption(title, "title"), check_caption(label, "label")  # (before anything is written:
+        # "cost in $ and x_$" had failed in the figure after the CSV and JSON, naming nothing, helper 218)
         folder = check_path(folder, "folder") or "."
         if os.path.exists(folder) and not os.path.isdir(folder):
             raise NotADirectoryError(f"folder {folder!r} is a file; History.save writes a folder of files")

@@ -37,7 +37,7 @@ import warnings
 
 import numpy as np
 
-from ._checks import as_float_array, check_int, require_memory
+from ._checks import as_float_array, check_bool, check_int, require_memory
 
 __all__ = ["Replicas", "GradFn", "DecentralizedOptimizer", "as_tensor", "from_tensor", "accuracy"]
 
@@ -126,7 +126,17 @@ class _Loaders:
 
     def __init__(self, loaders, n):
         self.loaders, self.n = loaders, n
-        self.iterators = [iter(loader) for loader in loaders]
+        self.iterators = []
+        for k, loader in enumerate(loaders):
+            try:
+                self.iterators.append(iter(loader))
+            except TypeError:
+                raise TypeError(f"batch_fn[{k}] ({self._node(k)}'s loader) must be an iterable of (inputs, targets) "
+                                f"batches such as a DataLoader, got {type(loader).__name__}") from None
+
+    def _node(self, k):
+        """Who loader ``k`` serves: ``node i`` (of repetition ``r``)."""
+        return f"node {k % self.n}" + (f" of repetition {k // self.n}" if k >= self.n else "")
 
     def __call__(self, node, t, repeat=0):
         k = repeat * self.n + node
@@ -134,7 +144,17 @@ class _Loaders:
             batch = next(self.iterators[k])
         except StopIteration:
             self.iterators[k] = iter(self.loaders[k])
-            batch = next(self.iterators[k])
+            batch = next(self.iterators[k], None)
+            if batch is None:  # (a bare StopIteration had escaped, naming nothing, and ended a loop stepping
+                # through map() silently, helper 218)
+                raise ValueError(
+                    f"batch_fn[{k}], {self._node(k)}'s loader ({type(self.loaders[k]).__name__}), gave no batch on "
+                    f"a new pass: it is empty (a DataLoader with drop_last=True over a shard smaller than its "
+                    f"batch_size) or can be iterated once only (an iterator, not a re-iterable such as a "
+                    f"DataLoader): give every node a loader that yields at least one batch per pass") from None
+        if not (isinstance(batch, (tuple, list)) and len(batch) >= 2):  # (text: "string index out of range")
+            raise TypeError(f"batch_fn[{k}], {self._node(k)}'s loader, must yield (inputs, targets) batches, got "
+                            f"{type(batch).__name__} {batch!r:.60}")
         return batch[0], batch[1]
 
 
@@ -150,6 +170,8 @@ class GradFn:
     """
 
     def __init__(self, replicas, batch_fn, stacked, keep_loss, rounds=None):
+        stacked, keep_loss = check_bool(stacked, "stacked"), check_bool(keep_loss, "keep_loss")  # ("no" had been
+        # read as True, helper 218)
         self.replicas, self.batch_fn, self.stacked, self.keep_loss = replicas, batch_fn, stacked, keep_loss
         #: Mini-batches averaged per call as declared (None: not said, one): an optimizer that gossips R times
         #: per iteration refuses a declared count other than 1 and R, and warns when none was declared.
@@ -393,14 +415,14 @@ class Replicas:
         fns = self.__dict__.get("_fns")
         if fns is None or fns[3] is not self.loss:  # (a loss assigned since: its own vmap)
             torch = _torch()
-            from torch.func import functional_call, vmap
+            from torch.func import vmap
 
             base = self._base
             # the n forward passes as one vmapped call and the n losses likewise; one backward pass of their sum
             # gives every node's gradient (the losses share no parameters). Measured 1.6x faster here than
             # vmap(grad(...)) of the per-node loss (bench/RESULTS.md section 10).
-            forward = vmap(lambda params, buffers, x: functional_call(base, (params, buffers), (x,)),
-                           randomness="different")  # (dropout: every replica its own mask, as n models would)
+            forward = vmap(_functional(base), randomness="different")  # (dropout: every replica its own mask, as n
+            # models would)
             # a faster forward for stacks of Linear layers and activations (all of them trained)
             plan = None if self._frozen else _mlp_plan(base, torch)
             fns = self._fns = (forward, vmap(self.loss), plan, self.loss)
@@ -526,6 +548,7 @@ class Replicas:
             (NumPy, CuPy or torch), ``G`` of the same kind, without copies
             when ``X`` is on the replicas' device in their dtype.
         """
+        stacked = check_bool(stacked, "stacked")
         if not callable(batch_fn):
             loaders = list(batch_fn) if isinstance(batch_fn, (list, tuple)) else None
             if loaders is None or len(loaders) != self.n * self.repeats or stacked:
@@ -595,13 +618,13 @@ class Replicas:
         ``(repeats, n)``); the accuracy (top-1) is NaN where ``targets`` are not class labels of shape ``(N,)``
         (a regression's)."""
         torch = _torch()
-        from torch.func import functional_call, vmap
+        from torch.func import vmap
 
         inputs, targets = _eval_set(inputs, targets, batch_size)
         inputs, targets = inputs.to(self.device), targets.to(self.device)
         classes = _class_labels(targets)
         base = copy.deepcopy(self._base).eval()
-        run = vmap(lambda params, buffers, x: functional_call(base, (params, buffers), (x,)), in_dims=(0, 0, None))
+        run = vmap(_functional(base), in_dims=(0, 0, None))
         loss = vmap(self.loss, in_dims=(0, None))
         N = self.n * self.repeats
         losses = torch.zeros(N, dtype=torch.float64, device=self.device)
@@ -619,6 +642,25 @@ class Replicas:
         shape = self.params.shape[:-1]
         accuracy = (correct / len(targets)).cpu().numpy().reshape(shape)
         return (losses / len(targets)).cpu().numpy().reshape(shape), accuracy if classes else accuracy * np.nan
+
+
+def _functional(base):
+    """``f(params, buffers, x)``: ``base`` called on ``x`` with ``params`` and ``buffers`` in place of its own
+    (``torch.func.functional_call``), its own put back afterwards in every submodule. (A submodule registered
+    under two names, tied weights as ``self.b = self.a``, had kept vmap's batched tensors: torch restores the
+    second name's entry to the first's swapped-in value, and ``module()`` / ``evaluate()`` then failed with
+    "Cannot access storage of BatchedTensorImpl", helper 218.)"""
+    from torch.func import functional_call
+
+    def call(params, buffers, x):
+        saved = [(m, dict(m._parameters), dict(m._buffers)) for m in base.modules()]
+        try:
+            return functional_call(base, (params, buffers), (x,))
+        finally:
+            for m, own_params, own_buffers in saved:
+                m._parameters.update(own_params)
+                m._buffers.update(own_buffers)
+    return call
 
 
 def _scalar_losses(losses, replicas):

@@ -49,7 +49,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ._checks import check_bool
+from ._checks import check_bool, check_regular_file
 from ._metric_names import CALL_KINDS, METRICS
 from .errors import MetricValueError
 from .objectives import optimum_of
@@ -367,6 +367,9 @@ def load_metrics_module(path):
     ------
     FileNotFoundError
         Where there is no such file.
+    IsADirectoryError, ValueError
+        Where ``path`` is a folder, or something else that is not a regular
+        file (a device, a FIFO).
     Exception
         Whatever the file raises (a SyntaxError, a name a metric may not take, ...).
     """
@@ -376,8 +379,8 @@ def load_metrics_module(path):
     name = _module_name(path)
     if name in _LOADED:
         return tuple(_LOADED[name][1])
-    if not os.path.isfile(path):
-        raise FileNotFoundError(f"metrics module {path!r} does not exist")
+    check_regular_file(path, "metrics module", "give the Python file in it")  # (a folder or a device had "not
+    # existed", helper 218)
     spec = importlib.util.spec_from_file_location(name, path)
     if spec is None:  # (no loader for the suffix: importlib's own "'NoneType' object has no attribute 'loader'")
         raise ValueError(f"metrics module {path!r} is not a Python file: give it the suffix .py")

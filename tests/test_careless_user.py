@@ -181,7 +181,7 @@ def test_the_check_before_x0_is_copied_asks_no_more_than_the_blocks(monkeypatch)
 
 
 @pytest.mark.skipif(sys.platform == "win32", reason="SIGINT to a child process")
-@pytest.mark.parametrize("call", ["A.mix_power(np.ones((A.n, 4)), 10**12)",
+@pytest.mark.parametrize("call", ["A.mix_power(np.ones((A.n, 4)), 10**7)",  # (about an hour; 10**12 refused)
                                   "diag_powers(topology.ring(4096), 10**8, 3, block=64, max_work=math.inf)"])
 def test_ctrl_c_stops_a_long_compiled_loop(tmp_path, call):
     """A power A^R or the tracker's diagonals run in C++ without the GIL for as long as asked; Ctrl-C still
@@ -2451,3 +2451,112 @@ def test_h213_c24_matrix_file_extensions_are_read_in_any_case(tmp_path):
         assert np.array_equal(rf.io.load_matrix(path).toarray(), A.toarray())
     assert np.array_equal(np.load(tmp_path / "m.NPY"), A.toarray())
     assert sorted(os.listdir(tmp_path)) == ["m.Mtx", "m.NPY", "m.NPZ"]
+
+
+# ---------------------------------------------------------------- helper 218's findings
+def test_h218_integers_too_large_for_a_float_are_refused_by_name():
+    """10**400 as lr, radius or p (any check_positive_float caller) or in compare's grid had raised a bare
+    "OverflowError: int too large to convert to float", naming nothing."""
+    from rowstoch_fast.compare.plan import _check_grid
+
+    with pytest.raises(ValueError, match="radius must be a finite number, got an integer of 401 digits"):
+        topology.geometric(8, 10**400, seed=0)
+    with pytest.raises(ValueError, match="p must be a finite number, got an integer of 401 digits"):
+        topology.erdos_renyi(8, -10**400, seed=0)
+    with pytest.raises(ValueError, match="lr must be a finite number, got an integer of about 20001 digits"):
+        rf._checks.check_positive_float(10**20000, "lr")  # (past the 4300 digits str() takes)
+    with pytest.raises(ValueError, match="grid's learning rate must be a finite number, got an integer of 401"):
+        _check_grid((10**400, 0.1))
+
+
+def test_h218_a_subnormal_rate_in_compare_s_grid_is_refused_up_front_naming_grid():
+    """compare(grid=(1e-320, 0.1)) had been refused only when the tuner reached the rate, with a float32 run's
+    advice ("use a larger lr or float64") for a float64 run, naming lr."""
+    from rowstoch_fast.compare import compare
+
+    f = LeastSquares.synthetic(4, 8, 3)
+    with pytest.raises(ValueError, match=r"grid: the learning rate = 1e-320 is subnormal .* use a value of at least"):
+        compare(topology.exponential(4), f, ["dsgd"], rounds_budget=20, repeats=1, progress=False,
+                grid=(1e-320, 0.1))
+
+
+def test_h218_a_caption_matplotlib_cannot_draw_is_refused_naming_it():
+    """A title or label whose text between two '$' is no TeX math matplotlib parses had failed in the figure's
+    drawing, after History.save wrote its CSV and JSON, naming neither; title=5 met textwrap's "'int' object has
+    no attribute 'expandtabs'". (check_caption: the check History.save and report.figure can call first.)"""
+    pytest.importorskip("matplotlib")
+    from rowstoch_fast._checks import check_caption
+
+    with pytest.raises(ValueError, match=r"title 'cost in \$ and x_\$' cannot be drawn: .*TeX math, and that math "
+                                         r"\('and x_'\) does not parse; write a literal dollar sign as '\\\$'"):
+        check_caption("cost in $ and x_$", "title")
+    with pytest.raises(ValueError, match=r"label 'dsgd \$\\\\alpha_\$' cannot be drawn"):
+        check_caption("dsgd $\\alpha_$", "label")
+    with pytest.raises(TypeError, match="title must be a string or None, got int 5"):
+        check_caption(5, "title")
+    for fine in (None, "plain", "cost in \\$ and x_\\$", "a $ b", "rate $\\alpha$"):
+        assert check_caption(fine, "title") == fine
+
+
+def _sparse_file(path, size, head=b""):
+    """A file of ``size`` bytes: ``head``, then NUL bytes (sparse: no disk taken), with no line end after head."""
+    with open(path, "wb") as f:
+        f.write(head)
+        f.truncate(size)
+    return path
+
+
+def test_h218_a_text_file_whose_line_never_ends_is_refused_not_read_whole(tmp_path, monkeypatch):
+    """An edge list (or a data set's CSV) of NUL bytes, or whose line never ends, had been read whole into
+    memory as one line: an OOM kill, or under a memory cap "out of memory: --matrix 'zeros.txt': " with nothing
+    after the colon."""
+    from rowstoch_fast import datasets, io as rio
+    from rowstoch_fast._checks import MIN_LINE_LIMIT
+    from rowstoch_fast.errors import UsageError
+
+    zeros = _sparse_file(tmp_path / "zeros.txt", 1 << 30)
+    with pytest.raises(UsageError, match=r"edge list '.*zeros\.txt': line 1 is longer than 1,048,576 characters"):
+        rio.load_matrix(zeros)
+    monkeypatch.setenv("ROWSTOCH_MEMORY_LIMIT", str(16 * MIN_LINE_LIMIT))  # (the line limit: 1 MiB characters)
+    csv_zeros = _sparse_file(tmp_path / "zeros.csv", 1 << 30)
+    with pytest.raises(MemoryError, match=r"zeros\.csv: line 1 is longer than 1,048,576 characters"):
+        datasets.load_dataset(str(csv_zeros))
+    # a first line that ends, then one that does not: read as lines (the file is large for the memory), bounded
+    late = _sparse_file(tmp_path / "late.txt", 4 * MIN_LINE_LIMIT, b"0 1\n1 0\n7")
+    with pytest.raises(MemoryError, match=r"late\.txt: line 3 is longer than 1,048,576 characters"):
+        rio.load_matrix(late)
+
+
+def test_h218_paths_that_are_no_regular_file_are_said_as_what_they_are(tmp_path):
+    """load_dataset, load_metrics_module and load_matrix of a folder or a device had said "does not exist" (or
+    read it: a FIFO blocked); a FIFO stands for a device here (a test opens no real device)."""
+    from rowstoch_fast import datasets, io as rio, user_metrics
+    from rowstoch_fast.errors import UsageError
+
+    fifo, folder = tmp_path / "fifo", tmp_path / "folder"
+    os.mkfifo(fifo)
+    folder.mkdir()
+    with pytest.raises(ValueError, match=r"data file '.*fifo' is a FIFO \(named pipe\), not a regular file"):
+        datasets.load_dataset(str(fifo))
+    with pytest.raises(ValueError, match=r"metrics module '.*fifo' is a FIFO \(named pipe\), not a regular file"):
+        user_metrics.load_metrics_module(fifo)
+    with pytest.raises(IsADirectoryError, match=r"metrics module '.*folder' is a folder: give the Python file in it"):
+        user_metrics.load_metrics_module(folder)
+    with pytest.raises(UsageError, match=r"matrix file '.*fifo' is a FIFO \(named pipe\): give a matrix file's"):
+        rio.load_matrix(fifo)
+    with pytest.raises(UsageError, match=r"matrix file '.*folder' is a folder"):
+        rio.load_matrix(folder)
+    with pytest.raises(ValueError, match=r"cannot read matrix file '.*fifo': it is a FIFO"):
+        rf._checks.load_npz_file(str(fifo), "matrix file")
+    with pytest.raises(FileNotFoundError, match="metrics module .*nothing.py' does not exist"):
+        user_metrics.load_metrics_module(tmp_path / "nothing.py")
+
+
+def test_h218_label_counts_refuses_a_negative_or_fractional_sample_index():
+    """A part holding -1 had counted the last sample's class."""
+    labels = np.array([0, 1, 1, 0])
+    with pytest.raises(ValueError, match=r"parts\[1\] holds sample -1: sample indices are 0\.\.3"):
+        rf.experiments.label_counts(labels, [np.array([0, 1]), np.array([2, -1])], classes=2)
+    with pytest.raises(TypeError, match=r"parts\[0\] must be a 1-D array of sample indices \(integers\), got float64"):
+        rf.experiments.label_counts(labels, [np.array([0.5]), np.array([2])], classes=2)
+    assert rf.experiments.label_counts(labels, [np.array([0, 3]), []], classes=2).tolist() == [[2, 0], [0, 0]]

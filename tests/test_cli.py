@@ -1032,3 +1032,22 @@ def test_metrics_take_the_network_options_of_compare(capsys):
     assert undirected[0] == "erdos_renyi" and undirected[4] == "1.0000" and directed[4] != "1.0000"
     assert cli.main(["metrics", "--undirected"]) == 2
     assert "--undirected is not read with --topology all (name one topology)" in _one_line(capsys)
+
+
+def test_a_metrics_module_that_is_no_file_is_said_as_what_it_is(tmp_path, capsys):
+    """Helper 218: a folder, a device or a FIFO given to --metrics-module "did not exist", or (a FIFO) was opened
+    and the command blocked; now one line saying what it is."""
+    import os
+
+    from rowstoch_fast import cli
+
+    (tmp_path / "dir.py").mkdir()
+    cases = [(tmp_path / "dir.py", "is a folder: give the Python file in it")]
+    if hasattr(os, "mkfifo"):
+        os.mkfifo(tmp_path / "pipe.py")
+        cases.append((tmp_path / "pipe.py", "is a FIFO (named pipe), not a regular file"))
+    for path, said in cases:
+        assert cli.main(["compare", "--metrics-module", str(path), "--n", "4", "--rounds-budget", "10", "--out",
+                         str(tmp_path / "out")]) == 2
+        err = capsys.readouterr().err.strip().splitlines()
+        assert len(err) == 1 and said in err[0], err

@@ -3450,6 +3450,8 @@ def test_records_that_mix_runs_or_were_cut_are_refused_by_summaries_and_figures(
         report.tex_number(10**400)
     with pytest.raises(ValueError, match="lr must be a float64 number"):
         report.rate_text(10**400)
+    with pytest.raises(ValueError, match=r"titles\[0\] 'cost in \$ and x_\$' cannot be drawn: matplotlib reads"):
+        report.figure([one], ["grad_norm_mean"], titles=["cost in $ and x_$"])
 
 
 def test_counted_axes_write_their_ticks_with_a_prefix(problem):

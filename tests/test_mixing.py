@@ -483,3 +483,24 @@ def test_from_edges_checks_normalize_where_it_ignores_it():
     with pytest.raises(TypeError, match="normalize must be True or False, got str 'x'"):
         MixingMatrix.from_edges(3, [(0, 1), (1, 2), (2, 0)], normalize="x")
     assert MixingMatrix.from_edges(3, [(0, 1), (1, 2), (2, 0)], normalize=False).n == 3
+
+
+def test_a_power_past_the_limit_of_one_call_is_refused_naming_r(monkeypatch):
+    """``A.mix_power(X, 10**12)`` had run without end (a warning, then 18 hours on a 16-node ring, years on a
+    larger network): past ``MAX_GOSSIP`` multiply-adds it is refused before it runs, saying why (helper 218)."""
+    import warnings
+
+    from rowstoch_fast import mixing
+
+    A, X = topology.ring(16), np.ones((16, 2))
+    with pytest.raises(ValueError, match=r"R = 1000000000000 rounds of 32 weights x 2 columns is about 6e\+13 "
+                                         r"multiply-adds, but the limit of one call is 1e\+13 .* 1 pi\^T X"):
+        A.mix_power(X, 10**12)
+    with pytest.raises(ValueError, match="R = 1000000000000 rounds"):
+        A.mix(X, rounds=10**12)
+    monkeypatch.setattr(mixing, "MAX_GOSSIP", 50 * A.nnz * 2)  # (at the limit: taken)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        np.testing.assert_allclose(A.mix_power(X, 50), X)
+    with pytest.raises(ValueError, match="R = 51 rounds"):
+        A.mix_power(X, 51)

@@ -1393,3 +1393,62 @@ def test_the_text_outputs_are_utf8_under_an_ascii_locale(tmp_path):
                          text=True, timeout=120)
     assert out.returncode == 0, out.stderr
     assert (tmp_path / "summary.md").read_bytes().decode("utf-8") == "1.2e-03 \u00b1 4e-04, x\u0304"
+
+
+def test_h218_the_reproductions_check_their_arguments_before_anything_is_written(tmp_path, monkeypatch):
+    """Helper 218: reproduce_pull_diag(iterations=0) met an IndexError, seed=-1 NumPy's words, d=0 drew zeros and
+    an empty figure, log=None "'NoneType' object is not callable"; reproduce_linear_speedup(sizes=[]) returned
+    empty tables and NaN slopes; reproduce_robustness refused a loss rate of 1 after the first graph's tuning
+    (minutes at the defaults), as Lossy's "p must be ..."; reproduce_communication(algorithms="dsgd") read the
+    name letter by letter."""
+    import time
+
+    from rowstoch_fast import compare as cmp
+    from rowstoch_fast.experiments import robustness, synthetic
+
+    out, quiet = tmp_path / "out", (lambda *a: None)
+    for kwargs, kind, words in [
+            (dict(iterations=0), ValueError, "iterations must be >= 1, got 0"),
+            (dict(seed=-1), ValueError, "seed must be >= 0, got -1"),
+            (dict(d=0), ValueError, "d must be >= 1, got 0"),
+            (dict(log=None), TypeError, "log must be a callable that takes a line .*, got NoneType")]:
+        with pytest.raises(kind, match=words):
+            synthetic.reproduce_pull_diag(str(out), **{"log": quiet, **kwargs})
+    for sizes in ([], (4,), (4, 4)):
+        with pytest.raises(ValueError, match=r"sizes must give at least two distinct network sizes for the "
+                                             r"exponential graph"):
+            synthetic.reproduce_linear_speedup(str(out), iterations=5, repeats=1, sizes=sizes, progress=False,
+                                               log=quiet)
+    with pytest.raises(ValueError, match=r"sizes \(ring\) must be >= 1, got 0"):
+        synthetic.reproduce_linear_speedup(str(out), graphs="ring", sizes=(0, 1), log=quiet)
+    started = time.perf_counter()
+    for losses, kind, words in [([0.0, 1.0], ValueError, r"losses\[1\] must be a message loss rate in \[0, 1\)"),
+                                ([0.0, float("nan")], ValueError, r"losses\[1\] must be finite and >= 0, got nan"),
+                                ("0.1", TypeError, "losses must be a sequence of loss rates")]:
+        with pytest.raises(kind, match=words):
+            robustness.reproduce_robustness(str(out), rounds_budget=10, repeats=1, losses=losses, progress=False,
+                                            log=quiet)
+    with pytest.raises(ValueError, match="losses and bursty give no setting to run"):
+        robustness.reproduce_robustness(str(out), losses=(), bursty=None, log=quiet)
+    with pytest.raises(ValueError, match="progress must be True, False or 'always'"):
+        robustness.reproduce_robustness(str(out), progress="no", log=quiet)
+    assert time.perf_counter() - started < 10  # (no tuning ran)
+    asked = []
+
+    class Asked(Exception):
+        pass
+
+    def compare(A, objective, names, *args, **kwargs):
+        asked.append(names)
+        raise Asked
+
+    with pytest.raises(ValueError, match=r"algorithms: unknown algorithm 'd'"):
+        robustness.reproduce_communication(str(out), algorithms=["d", "s"], log=quiet)
+    with pytest.raises(TypeError, match="log must be a callable"):
+        robustness.reproduce_communication(str(out), log=None)
+    assert not out.exists()
+    monkeypatch.setattr(cmp, "compare", compare)
+    for algorithms, names in [("dsgd", ["dsgd"]), ("dsgd, extra", ["dsgd", "extra"])]:
+        with pytest.raises(Asked):
+            robustness.reproduce_communication(str(out), algorithms=algorithms, progress=False, log=quiet)
+        assert asked.pop() == names

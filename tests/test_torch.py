@@ -1275,3 +1275,65 @@ def test_a_scheduler_drives_a_gradient_tracking_method_as_rates_assigned_between
             stepped.lr = rates[k]
             stepped.step(grad_fn)
         np.testing.assert_array_equal(opt.inner.x, stepped.x, err_msg=name)
+
+
+def test_a_loader_with_no_batch_or_no_pairs_is_named_not_a_bare_stopiteration():
+    # (helper 218: an empty DataLoader's StopIteration had escaped grad_fn, ending a loop over map() silently)
+    from torch.utils.data import DataLoader, TensorDataset
+
+    torch.manual_seed(0)
+    reps = Replicas(torch.nn.Linear(3, 2).double(), 2)
+    shards = [TensorDataset(torch.randn(5, 3, dtype=torch.float64), torch.randint(0, 2, (5,))) for _ in range(2)]
+    empty = reps.grad_fn([DataLoader(s, batch_size=8, drop_last=True) for s in shards])
+    with pytest.raises(ValueError, match=r"batch_fn\[0\], node 0's loader \(DataLoader\), gave no batch.*drop_last"):
+        empty(reps.x0())
+    once = reps.grad_fn([iter([(s.tensors[0], s.tensors[1])]) for s in shards])  # one pass only
+    once(reps.x0())
+    with pytest.raises(ValueError, match=r"node 0's loader.*can be iterated once only"):
+        once(reps.x0())
+    with pytest.raises(TypeError, match=r"batch_fn\[0\], node 0's loader, must yield \(inputs, targets\).*str"):
+        reps.grad_fn(["not a loader"] * 2)(reps.x0())
+    with pytest.raises(TypeError, match=r"batch_fn\[1\] \(node 1's loader\) must be an iterable"):
+        reps.grad_fn([[], 5])
+
+
+def test_grad_fn_s_flags_must_be_true_or_false():
+    # (helper 218: stacked="no" had been read as True)
+    reps = Replicas(torch.nn.Linear(3, 2).double(), 2)
+    batch = (torch.randn(2, 4, 3, dtype=torch.float64), torch.randint(0, 2, (2, 4)))
+    with pytest.raises(TypeError, match="stacked must be True or False, got str 'no'"):
+        reps.grad_fn(lambda node, t: batch, stacked="no")
+    with pytest.raises(TypeError, match="keep_loss must be True or False, got int 1"):
+        reps.grad_fn(lambda node, t: batch, keep_loss=1)
+    assert reps.grad_fn(lambda t: batch, stacked=np.bool_(True)).stacked is True
+
+
+def test_a_model_with_tied_layers_keeps_its_own_parameters_after_grad_fn_and_training():
+    # (helper 218: a submodule under two names, self.b = self.a, had kept vmap's batched tensors: module() and
+    # evaluate() then failed with "Cannot access storage of BatchedTensorImpl")
+    import copy
+
+    class Tied(torch.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.a = torch.nn.Linear(3, 3).double()
+            self.b = self.a
+            self.c = torch.nn.Linear(3, 2).double()
+
+        def forward(self, x):
+            return self.c(torch.tanh(self.b(torch.tanh(self.a(x)))))
+
+    torch.manual_seed(0)
+    model = Tied()
+    reps = Replicas(model, 2)
+    x, y = torch.randn(5, 3, dtype=torch.float64), torch.randint(0, 2, (5,))
+    G = reps.grad_fn(lambda node, t: (x, y))(reps.x0())
+    assert type(reps._base.a.weight) is torch.nn.Parameter
+    ref = copy.deepcopy(model)
+    torch.nn.functional.cross_entropy(ref(x), y).backward()
+    np.testing.assert_allclose(G[0], torch.cat([p.grad.reshape(-1) for p in ref.parameters()]).numpy(), atol=1e-12)
+    reps.params.add_(0.1)
+    m = reps.module(0)
+    assert m.b is m.a and torch.equal(m.a.weight, reps.params[0, :9].view(3, 3))
+    loss, _ = reps.evaluate(x, y)
+    assert np.isfinite(loss).all()

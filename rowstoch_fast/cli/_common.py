@@ -439,14 +439,15 @@ def _metrics_module(args):
     path = getattr(args, "metrics_module", None)
     if not path:
         return ()
+    from .._checks import check_regular_file
     from ..user_metrics import load_metrics_module
 
+    try:  # (a folder, a device or a FIFO said as such, not as the file's own failure: helper 218)
+        check_regular_file(path, "--metrics-module", "give the Python file in it")
+    except (OSError, ValueError) as exc:
+        raise UsageError(str(exc)) from None
     try:
         names = load_metrics_module(path)
-    except FileNotFoundError:
-        raise UsageError(f"--metrics-module {path!r} "
-                         + ("is a folder: give the Python file in it" if os.path.isdir(path) else "does not exist")) \
-            from None
     except Exception as exc:  # noqa: BLE001 - the file's own error, in one line
         raise UsageError(f"--metrics-module {path!r} failed: {type(exc).__name__}: {exc}") from None
     if not names:

@@ -20,8 +20,8 @@ import numpy as np
 from .. import algorithms as _algorithms
 from .._metric_names import RANKED_METRICS  # (the metrics a comparison ranks by; the tables' notes read it too)
 from .. import backends
-from .._checks import (MAX_KEY, MAX_ROUNDS, check_choice, check_int, check_text, check_tracker, did_you_mean,
-                       fmt_bytes, require_memory)
+from .._checks import (MAX_KEY, MAX_ROUNDS, check_choice, check_int, check_not_subnormal, check_text, check_tracker,
+                       did_you_mean, finite_float, fmt_bytes, require_memory)
 from ..algorithms import REGISTRY, method_of
 from ..backends import BACKENDS, one_process
 from ..mixing import MixingMatrix, as_matrix
@@ -256,11 +256,14 @@ def _check_grid(grid):
                                                                                    np.floating))]
     if bad:
         raise TypeError(f"grid: every learning rate must be a number, got {type(bad[0]).__name__} {bad[0]!r}")
-    grid = tuple(sorted({float(v) for v in grid}))
+    grid = tuple(sorted({finite_float(v, "grid's learning rate") for v in grid}))  # (10**400: a bare OverflowError)
     if not grid:
         raise ValueError("grid: give at least one learning rate")
     if not all(np.isfinite(v) and v > 0 for v in grid):
         raise ValueError(f"grid: every learning rate must be a finite number > 0, got {grid}")
+    for v in grid:  # (refused up front, as compare(lr=...) refuses it: the tuner had refused it on reaching it, with
+        # a float32 run's advice "use a larger lr or float64" for a float64 run, naming lr, helper 218)
+        check_not_subnormal(v, "grid: the learning rate")
     return grid
 
 

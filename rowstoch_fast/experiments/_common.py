@@ -69,6 +69,15 @@ def make_out_dir(out_dir):
     os.makedirs(out_dir, exist_ok=True)
 
 
+def check_log(log):
+    """``log`` if it is callable (it takes a line, as ``print`` does), else a TypeError naming it, before anything
+    runs (``log=None`` had met "'NoneType' object is not callable" at the first line said, helper 218)."""
+    if not callable(log):
+        raise TypeError(f"log must be a callable that takes a line (e.g. print), got {type(log).__name__} "
+                        f"{log!r:.60}")
+    return log
+
+
 def writes_before_sigterm(reproduce):
     """``reproduce`` (a reproduction: its runs, then its outputs) with a SIGTERM left to its default taken as
     Ctrl-C while it runs, so that it writes what finished, then ends the process, as SIGTERM asks

@@ -455,7 +455,8 @@ def _split(labels, n, split, alpha, seed):
 
 
 def label_counts(labels, parts, classes=10):
-    """The heat map's numbers: ``counts[i, c]``, how many samples of class ``c`` node ``i`` holds."""
+    """The heat map's numbers: ``counts[i, c]``, how many samples of class ``c`` node ``i`` holds (``parts[i]``:
+    node ``i``'s sample indices, integers in ``0..len(labels) - 1``)."""
     classes = check_int(classes, "classes", minimum=1)  # (0 had given counts of shape (n, 0), helper 204)
     labels = np.asarray(labels)
     if labels.dtype.kind not in "iu" or labels.ndim != 1:  # (float labels, negative ones: NumPy's own words)
@@ -466,9 +467,14 @@ def label_counts(labels, parts, classes=10):
         raise ValueError(f"labels must be class ids in 0..{classes - 1} (classes = {classes}), got {int(bad)}")
     parts = [np.asarray(p) for p in parts]
     for i, p in enumerate(parts):  # (an index past the labels had been NumPy's IndexError)
-        if p.size and (p.min() < -len(labels) or p.max() >= len(labels)):
+        if p.ndim != 1 or (p.size and p.dtype.kind not in "iu"):
+            raise TypeError(f"parts[{i}] must be a 1-D array of sample indices (integers), got {p.dtype} of shape "
+                            f"{p.shape}")
+        if p.size and p.min() < 0:  # (-1 had counted the last sample's class, helper 218)
+            raise ValueError(f"parts[{i}] holds sample {int(p.min())}: sample indices are 0..{len(labels) - 1}")
+        if p.size and p.max() >= len(labels):
             raise ValueError(f"parts[{i}] holds sample {int(p.max())}, past the {len(labels)} labels")
-    return np.stack([np.bincount(np.asarray(labels)[p], minlength=classes)[:classes] for p in parts])
+    return np.stack([np.bincount(labels[p.astype(np.intp)], minlength=classes)[:classes] for p in parts])
 
 
 @writes_before_sigterm

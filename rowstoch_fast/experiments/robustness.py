@@ -7,12 +7,12 @@ import warnings
 
 import numpy as np
 
-from .. import topology
+from .. import _progress, topology
 from .._checks import MAX_KEY, check_int, check_names, check_positive_float, fmt_value
 from ..algorithms import labels
 from ..objectives import NonconvexLogistic
-from ._common import (DATA_SEED, _finish, _plt, _stop_if, error_bars, make_out_dir, mark_failed, other_data,
-                      writes_before_sigterm)
+from ._common import (DATA_SEED, _finish, _plt, _stop_if, check_log, error_bars, make_out_dir, mark_failed,
+                      other_data, writes_before_sigterm)
 
 
 @writes_before_sigterm
@@ -31,7 +31,8 @@ def reproduce_robustness(out_dir, rounds_budget=1000, repeats=10, losses=(0.0, 0
     gradient metric against the loss rate, one line per algorithm, the spread over ``repeats``). ``total``: the
     synthetic problem's samples over all the nodes of each graph (mini-batches of 200 a node; every record reads
     the full gradient over all of them); ``data_seed`` their draw (:data:`DATA_SEED`: the paper's instance).
-    ``seed``: the runs' mini-batch streams (the losses are drawn on ``seed + 1``).
+    ``seed``: the runs' mini-batch streams (the losses are drawn on ``seed + 1``). Files of an earlier run in
+    ``out_dir`` are replaced (``rowstoch reproduce`` refuses them without ``--overwrite``).
     """
     import pandas as pd
 
@@ -45,6 +46,10 @@ def reproduce_robustness(out_dir, rounds_budget=1000, repeats=10, losses=(0.0, 0
     if not names:
         raise ValueError("algorithms must name at least one algorithm (None: every one in_robustness), got none")
     bursty = _checked_bursty(bursty)
+    losses = _checked_losses(losses, bursty)
+    check_log(log)
+    _progress.check(progress)  # (used after the tuning)
+    check_int(data_seed, "data_seed", minimum=0, maximum=MAX_KEY)
     for value, name in ((rounds_budget, "rounds_budget"), (repeats, "repeats"), (mg_rounds, "mg_rounds")):
         check_int(value, name, minimum=1)
     check_int(seed, "seed", minimum=0, maximum=MAX_KEY - 1)  # (the losses are drawn on seed + 1)
@@ -142,6 +147,22 @@ def reproduce_robustness(out_dir, rounds_budget=1000, repeats=10, losses=(0.0, 0
 ROBUSTNESS_NODES = 64
 
 
+def _checked_losses(losses, bursty):
+    """:func:`reproduce_robustness`'s ``losses``: Bernoulli loss rates in [0, 1) as a tuple of floats, at least one
+    setting with ``bursty``; else an error naming ``losses`` (a rate of 1 had been refused as Lossy's "p must be
+    ..." only after the first graph's tuning, minutes at the defaults, helper 218)."""
+    if isinstance(losses, (str, bytes)) or not hasattr(losses, "__iter__"):
+        raise TypeError(f"losses must be a sequence of loss rates in [0, 1), got {type(losses).__name__} "
+                        f"{fmt_value(losses):.60}")
+    losses = tuple(check_positive_float(p, f"losses[{k}]", allow_zero=True) for k, p in enumerate(losses))
+    for k, p in enumerate(losses):
+        if p >= 1:
+            raise ValueError(f"losses[{k}] must be a message loss rate in [0, 1) (1 loses every message), got {p!r}")
+    if not losses and bursty is None:
+        raise ValueError("losses and bursty give no setting to run: give at least one loss rate (0.0: no loss)")
+    return losses
+
+
 def _checked_bursty(bursty):
     """:func:`reproduce_robustness`'s ``bursty``: None, or three probabilities (the loss in the bad state in
     [0, 1], ``p_bad`` and ``p_recover`` in (0, 1]) as a tuple of floats; else an error naming it."""
@@ -179,23 +200,30 @@ def reproduce_communication(out_dir, rounds_budget=1000, repeats=3, d=32, n=32, 
     communication rounds. Returns the table (also ``communication.csv``, and ``communication.png``: the final
     suboptimality against the bytes sent, one line per algorithm through its compression levels, one panel per
     compressor, and against the delay bound in a third: under delays CHOCO-SGD's copies and Compressed
-    Push-Pull's mixtures follow the newest message that has arrived)."""
+    Push-Pull's mixtures follow the newest message that has arrived). ``algorithms``: names, as
+    :func:`~rowstoch_fast.compare.compare` takes them (a list, or one comma-separated string). Files of an earlier
+    run in ``out_dir`` are replaced (``rowstoch reproduce`` refuses them without ``--overwrite``)."""
     import pandas as pd
 
     from .. import compare as cmp
     from ..algorithms import REGISTRY
+    from ..compare.plan import parse_algorithms
     from ..network import Compressed, Delayed
     from ..objectives import LeastSquares
 
-    make_out_dir(out_dir)
+    check_log(log)  # (checked before anything is written, helper 218)
+    _progress.check(progress)  # (used after the tuning)
+    check_int(seed, "seed", minimum=0, maximum=MAX_KEY - 7)  # (the data are drawn on seed + 7)
     W = topology.exponential(n, directed=False, weights="metropolis")
     f = LeastSquares.synthetic(n, d=d, seed=seed + 7)
     metric = cmp.default_metric(f)
-    names = list(algorithms)
+    names = [label for label, _, _ in parse_algorithms(algorithms, W)]  # (compare's reading: "dsgd" had been read
+    # letter by letter, helper 218)
     settings = [("none", "none", W)]
     settings += [(f"qsgd {b} bits", "qsgd", Compressed(W, "qsgd", bits=b, seed=seed + 1)) for b in (8, 4, 2)]
     settings += [(f"top-{k}", "topk", Compressed(W, "topk", k=k)) for k in (max(1, d // 4), max(1, d // 16))]
     settings += [(f"delay <= {D}", "delay", Delayed(W, D, seed=seed + 2)) for D in delays]
+    make_out_dir(out_dir)
     rows, interrupted, error = [], False, None
     try:
         with warnings.catch_warnings():

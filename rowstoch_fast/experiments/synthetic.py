@@ -8,14 +8,15 @@ import os
 import numpy as np
 
 from .. import topology
-from .._checks import check_choice, check_int, check_names
+from .. import _progress
+from .._checks import check_choice, check_int, check_names, make_rng
 from ..errors import DivergenceError
 from ..metrics import metrics_table
 from ..objectives import NonconvexLogistic
 from ..protocol import a_protocol, pull_diag
 from ..runner import Algorithm, run
 from ._common import (COMPARE_RULE, DATA_SEED, FINAL_WINDOW, SLOPE_TOLERANCE, _plt, _save, _stop_if,
-                      _stopped, _write_verdict, compare_windows, make_out_dir, other_data, window_by_repeat,
+                      _stopped, _write_verdict, check_log, compare_windows, make_out_dir, other_data, window_by_repeat,
                       window_means, window_stats, write_histories, writes_before_sigterm)
 
 #: Learning rates of the paper's linear-speedup figure on exponential graphs (shared/paper_graphs.md).
@@ -93,11 +94,19 @@ def reproduce_pull_diag(out_dir, iterations=100, d=4, seed=0, log=print):
     """Figure 1: consensus error of Pull-Diag (and the A-protocol) on the paper's 16-node graphs, and its two
     panels' claims on matrices made to have a given ``beta`` and ``kappa`` (:data:`PANELS`).
 
+    ``iterations`` (>= 1) steps of each protocol from values of dimension ``d`` (>= 1) drawn on ``seed``; files
+    of an earlier run in ``out_dir`` are replaced (``rowstoch reproduce`` refuses them without ``--overwrite``).
     Returns a dict ``graph -> (beta, kappa, final Pull-Diag error, final A-protocol error)``.
     """
+    # (checked before anything is written, helper 218: iterations=0 had met an IndexError, seed=-1 NumPy's words,
+    # d=0 drawn zeros and an empty figure, log=None "'NoneType' object is not callable")
+    iterations = check_int(iterations, "iterations", minimum=1)
+    d = check_int(d, "d", minimum=1)
+    rng = make_rng(seed)
+    check_log(log)
     make_out_dir(out_dir)
     graphs = {"exponential": topology.exponential(16), **topology.paper_graphs()}
-    Z = np.random.default_rng(seed).standard_normal((16, d))
+    Z = rng.standard_normal((16, d))
     curves, table = {}, {}
     biases, starts = {}, {}
     for name, A in graphs.items():
@@ -287,14 +296,21 @@ def reproduce_linear_speedup(out_dir, iterations=None, repeats=20, graphs=("expo
     -------
     (dict, dict)
         ``finals[graph][n]`` (``inf`` where the run diverged) and ``slopes[graph]``.
+
+    Notes
+    -----
+    Files of an earlier run in ``out_dir`` are replaced (``rowstoch reproduce`` refuses them without
+    ``--overwrite``).
     """
     graphs = _checked_graphs(graphs)
     check_choice(rates, "rates", tuple(RATES))
+    check_log(log)
+    _progress.check(progress)
     if isinstance(sizes, dict) and set(sizes) - set(LINEAR_SPEEDUP_SIZES):
         raise ValueError(f"sizes: unknown graph {sorted(set(sizes) - set(LINEAR_SPEEDUP_SIZES))[0]!r} (the halves "
                          f"are {', '.join(LINEAR_SPEEDUP_SIZES)})")
-    plan = {g: tuple(sizes.get(g, LINEAR_SPEEDUP_SIZES[g]) if isinstance(sizes, dict)
-                     else LINEAR_SPEEDUP_SIZES[g] if sizes is None else sizes) for g in graphs}
+    plan = {g: _checked_sizes(sizes.get(g, LINEAR_SPEEDUP_SIZES[g]) if isinstance(sizes, dict)
+                              else LINEAR_SPEEDUP_SIZES[g] if sizes is None else sizes, g) for g in graphs}
     built = {(g, n): topology.exponential(n) if g == "exponential" else topology.paper_ring(n)  # bad sizes: refused
              for g in graphs for n in plan[g]}  # before anything runs
     make_out_dir(out_dir)
@@ -421,6 +437,20 @@ def _speedup_verdict(g, T, finals, done, info, interval):
     return "inconclusive"
 
 
+def _checked_sizes(sizes, graph):
+    """:func:`reproduce_linear_speedup`'s network sizes for ``graph``: at least two distinct integers >= 1 (a slope
+    needs two; none had returned empty tables and NaN slopes, helper 218), as a tuple; else an error naming
+    ``sizes``."""
+    if isinstance(sizes, (str, bytes)) or not hasattr(sizes, "__iter__"):
+        raise TypeError(f"sizes must be network sizes (a sequence of integers, or a dict of them per graph), got "
+                        f"{type(sizes).__name__} {sizes!r:.60}")
+    sizes = tuple(check_int(n, f"sizes ({graph})", minimum=1) for n in sizes)
+    if len(set(sizes)) < 2 or len(set(sizes)) != len(sizes):
+        raise ValueError(f"sizes must give at least two distinct network sizes for the {graph} graph (the slope of "
+                         f"the final against n needs two), got {sizes}")
+    return sizes
+
+
 def _checked_graphs(graphs, known=LINEAR_SPEEDUP_SIZES):
     """``graphs`` of the linear-speedup figure (or of another, ``known`` its names) as a tuple, each known, none
     twice, at least one; one name is one graph (the neural figures' had been read letter by letter, helper 204)."""
@@ -441,9 +471,12 @@ def reproduce_multi_gossip(out_dir, communication_rounds=2000, repeats=5, rounds
     ``T = communication_rounds / R`` iterations. ``seed``: the runs' mini-batch streams; ``data_seed``: the draw of
     the synthetic data (:data:`DATA_SEED`: the paper's instance; over other draws the claims' verdicts differ:
     bench/RESULTS.md section 56d). Returns a dict ``(graph, R) -> final gradient norm`` (``inf`` when the run
-    diverged).
+    diverged). Files of an earlier run in ``out_dir`` are replaced (``rowstoch reproduce`` refuses them without
+    ``--overwrite``).
     """
     rounds = check_rounds(rounds, communication_rounds)
+    check_log(log)
+    _progress.check(progress)
     make_out_dir(out_dir)
     f = NonconvexLogistic.synthetic(16, total=total, batch=batch, seed=data_seed)
     graphs = topology.paper_graphs()
@@ -596,8 +629,10 @@ def demo(out_dir="rowstoch-demo", log=print, progress=True):
     each claim, and writes ``multi_gossip.png``, ``multi_gossip.csv`` and ``multi_gossip_verdict.csv``. Takes
     under a minute on 2 cores. (A shorter run, 1,000 rounds over 3 repetitions, had judged 5 of the 8 claims
     "does not hold" where the paper's budget judges 7 of 8 "holds" and 1 "not decided": a demo must not tell a
-    new user otherwise than the reproduction does.)
+    new user otherwise than the reproduction does.) The files of an earlier run in ``out_dir`` are replaced
+    (``rowstoch demo`` refuses them without ``--overwrite``).
     """
+    check_log(log)
 
     graphs = {"exponential-16": topology.exponential(16), **{f"paper-{k}": v for k, v in topology.paper_graphs().items()}}
     log("Network metrics of the paper's 16-node graphs (Section 2.2, Appendix E.1):")
