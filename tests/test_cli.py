@@ -979,13 +979,13 @@ def test_an_interruption_before_any_result_says_that_resume_continues_it(tmp_pat
         raise KeyboardInterrupt
 
     monkeypatch.setattr(tuning, "trajectories", interrupted)
-    out = tmp_path / "o"
+    out = tmp_path / "o 1"
     assert cli.main(["compare", "--config", _file(tmp_path, '[algorithms.dsgd]\n'), "--out", str(out),
                      "--no-progress", "--jobs", "1"]) == 130
     err = capsys.readouterr().err
     assert "nothing written" not in err, err
     assert f"interrupted before any algorithm finished: no results yet; {out} holds experiment.json (the " \
-           f"settings)" in err and f": --resume {out} continues it" in err, err
+           f"settings)" in err and f": --resume '{out}' continues it" in err, err  # (quoted: a space)
     assert (out / "experiment.json").exists()
 
 
@@ -1032,6 +1032,15 @@ def test_metrics_take_the_network_options_of_compare(capsys):
     assert undirected[0] == "erdos_renyi" and undirected[4] == "1.0000" and directed[4] != "1.0000"
     assert cli.main(["metrics", "--undirected"]) == 2
     assert "--undirected is not read with --topology all (name one topology)" in _one_line(capsys)
+
+
+def test_rowstoch_run_advises_an_undirected_network_in_its_own_words(tmp_path, capsys):
+    """Helper 220: DGD on a directed graph told the command line "weights='metropolis' builds such a W", Python's
+    words."""
+    assert cli.main(["run", "--algorithm", "dgd", "--topology", "erdos_renyi", "--n", "8", "--iterations", "5",
+                     "--out", str(tmp_path / "r"), "--no-progress"]) == 2
+    err = capsys.readouterr().err
+    assert "--undirected --weights metropolis build such a W" in err and "weights='metropolis'" not in err, err
 
 
 def test_a_metrics_module_that_is_no_file_is_said_as_what_it_is(tmp_path, capsys):

@@ -274,6 +274,8 @@ def as_written(args, settings):
 #: it sets.
 _UNDIRECTED_IN_PYTHON = "directed=False, weights='metropolis'; on the command line "
 _UNDIRECTED = {"--undirected": True, "--weights": "metropolis"}
+#: The mixing matrix's advice where a doubly stochastic W is needed (mixing._check_sums): Python's words.
+_METROPOLIS_IN_PYTHON = "weights='metropolis' builds such a W from an undirected graph"
 
 
 def advice_as_written(args, text):
@@ -283,7 +285,8 @@ def advice_as_written(args, text):
     ``directed=False`` dropped (helper 219: a file's refusal had read "build it with directed=False, [network] weights
     = 'metropolis'; on the command line [network] undirected [network] weights metropolis")."""
     return text.replace(_UNDIRECTED_IN_PYTHON, "").replace(as_written(argparse.Namespace(), _UNDIRECTED),
-                                                           as_written(args, _UNDIRECTED))
+                                                           as_written(args, _UNDIRECTED)) \
+        .replace(_METROPOLIS_IN_PYTHON, f"{as_written(args, _UNDIRECTED)} build such a W")
 
 
 def _error(text):

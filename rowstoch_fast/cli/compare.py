@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import os
 import re
+import shlex
 import sys
 
 from .._checks import did_you_mean
@@ -402,7 +403,8 @@ def _compare(args):
         if not frames:  # (the settings and the runs' states are written: "nothing written" had sent helper 219 to
             # run the command again, refused for an --out not empty)
             print(f"rowstoch: interrupted before any algorithm finished: no results yet; {args.out} holds "
-                  f"{' and '.join(_beside(args.out)) or 'the comparison'}: --resume {args.out} continues it",
+                  f"{' and '.join(_beside(args.out)) or 'the comparison'}: --resume {shlex.quote(args.out)} continues "
+                  "it",  # (quoted as a shell takes it: a folder with a space, helper 220)
                   file=sys.stderr)
             return 130
         titles = _titles(args, frames, problems)

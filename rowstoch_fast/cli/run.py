@@ -20,7 +20,7 @@ from ._common import (_algorithm_names, _check_objective_args, _check_objective_
                       _matrix_from_args, _metrics_module, _objective_from_args, _objective_words, _one_setting,
                       _problem_rules, _refuse_unread, _stage, _topology_n, _writable_file, _writable_folder,
                       default_lr, narrator, progress_option, on_every_rank, refuse_different_arguments,
-                      refuse_on_every_rank, warn_unshared_launch, file_label)
+                      refuse_on_every_rank, warn_unshared_launch, file_label, advice_as_written)
 
 
 #: The graph's options that a method which averages exactly (federated, centralized) reads no more than the
@@ -323,7 +323,7 @@ def _cmd_run(args, locks):
             check_shown_metrics([m.strip() for m in args.metric.split(",") if m.strip()], f,
                                 [(args.algorithm, method, rounds)])
     except (ValueError, TypeError) as exc:
-        raise UsageError(str(exc)) from exc
+        raise UsageError(advice_as_written(args, str(exc))) from exc  # (the command line's words: helper 220)
     used = {o.flag for layer in network_options.in_use(args) for o in layer.OPTIONS}
     ignored = [flag for flag in _GRAPH_OPTIONS if flag in args.given] + \
         [o.flag for o in network_options.declared() if o.flag in args.given and o.flag in used]
@@ -348,7 +348,7 @@ def _cmd_run(args, locks):
                     isinstance(exc, TypeError) and getattr(exc, "history", None) is None):  # (a TypeError before the
                 # first step: a --hyper value of the wrong type, which the method checks as it is built; one later,
                 # from a kernel or a metric of the user's, keeps its traceback)
-                raise UsageError(str(exc)) from exc
+                raise UsageError(advice_as_written(args, str(exc))) from exc
             raise
     for message in dict.fromkeys(str(w.message) for w in caught if issubclass(w.category, RuntimeWarning)
                                  and not issubclass(w.category, NetworkIgnoredWarning)):  # (said above, by flag)
