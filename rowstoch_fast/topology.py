@@ -45,7 +45,7 @@ __all__ = [
 #: The most nodes a generator takes: beyond it the nodes' indices overflow int64 before the memory check refuses
 #: the network (helper 218: ``ring(2**63, directed=False)`` raised "Python int too large to convert to C long"),
 #: and no machine holds such a network.
-MAX_NODES = 2**53
+MAX_NODES = 2**62
 
 _MAX_TRIES = 100
 

@@ -387,6 +387,12 @@ class NetworkTracker:
                 "large use an algorithm without a diagonal tracker: SGP or Push-DIGing (push-sum weights), "
                 "Push-Pull, DSGD")
 
+    def resumed_at(self, t):
+        """A resumed optimizer stands at iteration ``t``: :meth:`scale` replays ``V_t`` up to it (and one further)
+        without the bound on a jump ahead (``ROWSTOCH_TRACKER_MAX_WORK``), which the run's own steps did before: a
+        long run on a large lossy network had been refused its resume."""
+        self._resumed = check_int(t, "t", minimum=0, maximum=MAX_T)
+
     def _restart(self):
         xp, rows = self._xp, self._rows
         self._t = 0
@@ -416,7 +422,9 @@ class NetworkTracker:
         if type(t) is not int or t < 0:  # (helper 199: 2.9 had read t = 2's scales, "3" and True been taken, -1 a
             # KeyError)
             t = check_int(t.item() if isinstance(t, np.ndarray) and t.ndim == 0 else t, "t", minimum=0)
-        if t > self._t + 1:  # (a jump ahead: 10**18 had stepped V_t without end; Schedule.matrix takes t <= 2^60 - 1)
+        if t > max(self._t, self.__dict__.get("_resumed", 0)) + 1:  # (a jump ahead: 10**18 had stepped V_t without
+            # end; Schedule.matrix takes t <= 2^60 - 1; not the replay up to where a resumed run stands, which its
+            # own steps reached before)
             check_int(t, "t", maximum=MAX_T)
             steps = t - self._t
             check_diag_work(_Size(self.n), steps * self.rounds, f"NetworkTracker.scale(t={t}) (V_t = A_(t-1) ... "

@@ -2286,6 +2286,28 @@ def test_h213_a8_network_tracker_refuses_a_jump_past_the_work_limit():
     assert T.scale(5).tolist() == [32.0] * 6 and T.scale(2).tolist() == [4.0] * 6
 
 
+def test_a_resumed_run_replays_its_network_tracker_past_the_jump_bound(monkeypatch):
+    """The bound on a jump ahead of NetworkTracker.scale (above) had applied to a resumed optimizer's replay of
+    V_t from V_0 to where it stood, work its own steps had done: a long run on a large lossy network was refused its
+    resume (the limit's words naming ROWSTOCH_TRACKER_MAX_WORK). The replay to there is free; a jump past it is not."""
+    from rowstoch_fast import PullDiagGT
+    from rowstoch_fast.network import Lossy
+
+    b = np.arange(12.0).reshape(6, 2)
+    network = Lossy(topology.ring(6), 0.1, seed=3)
+    opt = PullDiagGT(network, np.zeros((6, 2)), 0.05)
+    for _ in range(30):
+        opt.step(lambda X: X - b)
+    state = opt.state_dict()
+    monkeypatch.setenv("ROWSTOCH_TRACKER_MAX_WORK", "100")  # (a jump of 30 iterations is past it)
+    again = PullDiagGT.from_state_dict(state, A=network)
+    again.step(lambda X: X - b)
+    opt.step(lambda X: X - b)
+    np.testing.assert_array_equal(again.x, opt.x)  # (the replay's scales are the run's own)
+    with pytest.raises(ValueError, match=r"NetworkTracker.scale\(t=200\)"):
+        again._tracker.scale(200)
+
+
 def test_h213_a9_a_sparse_npz_with_a_float_shape_is_refused(tmp_path):
     """A save_npz file whose shape reads [2.7, 2.2] had been cut to 2 nodes."""
     sp.save_npz(tmp_path / "ok.npz", sp.csr_array(np.full((2, 2), 0.5)))

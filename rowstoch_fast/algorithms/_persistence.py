@@ -263,6 +263,9 @@ class Persistence:
         if iteration.ndim or iteration.dtype.kind not in "iu" or int(iteration) < 0:
             raise ValueError(f"state['iteration'] must be an integer >= 0, got {iteration.tolist()!r}")
         opt._iteration = int(iteration)
+        resumed = getattr(getattr(opt, "_tracker", None), "resumed_at", None)
+        if resumed is not None:  # (a network's tracker replays V_t to here: no jump's bound, helper 213's note)
+            resumed(opt._iteration)
         opt._initialized = bool(state.get("initialized", True))
         if opt.iteration and not opt._initialized:  # (the first step initializes: a damaged state)
             raise ValueError(f"state['initialized'] is False at iteration {opt.iteration}: an optimizer is "
