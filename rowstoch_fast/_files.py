@@ -33,6 +33,8 @@ def file_target(path, name="path"):
     IsADirectoryError where it is a folder."""
     path = check_path(path, name)
     target = os.path.realpath(path) if os.path.islink(path) else path
+    if os.path.islink(target):  # (a loop of links: realpath stops in it; the rename had replaced the link)
+        raise ValueError(f"{name} {path!r} is a symbolic link that leads back to itself; give a file's path")
     kind = file_kind(target)
     if kind == "a folder":
         raise IsADirectoryError(f"{name} {path!r} is a folder; give a file's path in it")

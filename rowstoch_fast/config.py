@@ -40,7 +40,7 @@ import math
 import os
 import sys
 
-from ._checks import check_not_subnormal, did_you_mean
+from ._checks import check_not_subnormal, check_regular_file, did_you_mean
 from ._files import check_path
 from .network import options as network_options
 
@@ -190,9 +190,10 @@ def load(path, named_elsewhere=False):
         the file and the key.
     """
     name = check_path(path)
-    if not os.path.isfile(name):
-        raise ConfigError(f"--config {name!r} is a folder; give the experiment file (TOML) in it"
-                          if os.path.isdir(name) else f"--config {name!r} does not exist")
+    try:  # (a FIFO or a device had "not existed", helper 222)
+        check_regular_file(name, "--config", "give the experiment file (TOML) in it")
+    except (OSError, ValueError) as exc:
+        raise ConfigError(str(exc)) from None
     try:
         with open(name, "rb") as fh:
             text = fh.read().decode("utf-8-sig")  # (a byte-order mark, which some editors write, read as nothing)

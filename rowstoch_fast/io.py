@@ -18,8 +18,8 @@ import scipy.sparse as sp
 
 from ._checks import (bounded_lines, check_bool, check_choice, check_coo_arrays, check_csr_arrays, file_kind,
                       load_npy_file, load_npz_file)
-from ._files import (DAMAGED, TEXT_ENCODING, check_path, is_header, loadtxt_source, open_text, open_text_for_writing,
-                     uncompressed_name)
+from ._files import (DAMAGED, TEXT_ENCODING, check_path, file_target, is_header, loadtxt_source, open_text,
+                     open_text_for_writing, uncompressed_name)
 from .errors import UsageError
 from .mixing import as_matrix, MixingMatrix
 
@@ -324,7 +324,8 @@ def save_matrix(path, A):
 
     FORMATS
     """
-    path = check_path(path)
+    path = file_target(path)  # (a FIFO had blocked the write for good, a device been written to; through a link,
+    # helper 222)
     A = as_matrix(A)
     csr = A.csr
     kind = _extension(path)

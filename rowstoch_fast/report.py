@@ -24,7 +24,7 @@ import textwrap
 import numpy as np
 
 from ._checks import (check_caption, check_int, check_names, check_not_subnormal, check_positive_float, check_text,
-                      fmt_bytes)
+                      finite_float, fmt_bytes)
 from ._files import file_target
 
 __all__ = ["AXES", "METRIC_LABELS", "COST_UNITS", "check_axis", "check_cost_weights", "check_formats", "draw", "figure",
@@ -316,11 +316,12 @@ def save(fig, path, dpi=DPI, format=None):
         if format is None and not ext:
             format = matplotlib.rcParams["savefig.format"]
             path = f"{path}.{format}"
-        folder = os.path.dirname(path) or "."
-        if not os.path.isdir(folder):  # (the error named the temporary file: 'h.png.part')
+        target = file_target(path)  # (through a link; a device or FIFO refused, not replaced: helper 218)
+        folder = os.path.dirname(target) or "."
+        if not os.path.isdir(folder):  # (the error named the temporary file: 'h.png.part'; a link's target's too,
+            # helper 222)
             raise FileNotFoundError(f"cannot save the figure to {path!r}: its folder {folder!r} does not exist")
         _check_pixels(fig, dpi, format or ext)
-        target = file_target(path)  # (through a link; a device or FIFO refused, not replaced: helper 218)
         tmp = f"{target}.part"
         try:
             fig.savefig(tmp, dpi=dpi, format=format or ext, **_undated(format or ext))
@@ -383,6 +384,14 @@ def draw(ax, frame, metric, x="rounds"):
         if column not in frame.columns:
             raise ValueError("x = 'cost' needs the records' cost column: report.with_cost(frame, weights) first")
         label = frame.attrs.get("cost_label", label)
+    if len(frame) and frame[metric].isna().all():  # (no value: an empty panel that says so, not one marked as a run
+        # that left it, helper 218; descent_deviation where no method records it, helper 222: not refused, which
+        # had ended a comparison whose runs had all finished)
+        ax.text(0.5, 0.5, "no finite record\n(not recorded by these methods)", transform=ax.transAxes, ha="center",
+                va="center", fontsize="small", color="0.35")
+        ax.set_xlabel(textwrap.fill(label, X_LABEL_WIDTH))
+        ax.set_ylabel(METRIC_LABELS.get(metric, metric))
+        return
     linear = linear_scale(metric, getattr(frame, "attrs", {}).get("extra_metrics"))
     finished = frame["status"].isin(["ok", "done"]) if "status" in frame.columns else ~frame["diverged"].astype(bool)
     if not finished.any():  # no run ended ok: the span of those that did not diverge (a diverged one at 1e286 set
@@ -517,11 +526,9 @@ def figure(frames, metrics, x="rounds", path=None, formats=("png",), titles=None
             except (TypeError, ValueError):
                 raise TypeError(f"metrics: {m!r} in frames[{k}] holds {frame[m].dtype} values that are not numbers "
                                 f"(e.g. {frame[m].iloc[0]!r:.40})") from None
-        check_records(frame, f"frames[{k}]", metrics, ("algorithm", "lr", AXES[check_axis(x)][0]))
-        unrecorded = [m for m in metrics if len(frame) and frame[m].isna().all()]
-        if unrecorded:  # (a column of NaN: an empty panel, marked as a run that left it, helper 218)
-            raise ValueError(f"metrics: {unrecorded[0]!r} has no record in frames[{k}]: a metric this comparison did "
-                             "not record (compare(..., metrics=[...]) records it)")
+        if check_axis(x) == "cost" and "cost" not in frame.columns:  # (the advice, not "no column cost")
+            raise ValueError("x = 'cost' needs the records' cost column: report.with_cost(frame, weights) first")
+        check_records(frame, f"frames[{k}]", metrics, ("algorithm", "lr", AXES[x][0]))
     if titles is not None:
         titles = [titles] if isinstance(titles, str) else [str(t) for t in titles]
         titles = [check_caption(t, f"titles[{k}]") for k, t in enumerate(titles)]  # (matplotlib's parser's words
@@ -638,8 +645,13 @@ def _hidden(name, curves):
                 under[r] = other
     if not under:
         return ""
-    last = list(under.values())[-1]
-    return f" (under {last})" if len(under) == len(rows) else f" (under {last} in {len(under)} of {len(rows)} rows)"
+    over = {}  # the methods over it, and in how many rows (helper 222: under B in one row and C in the other had
+    # read "under C")
+    for other in under.values():
+        over[other] = over.get(other, 0) + 1
+    if len(over) == 1 and len(under) == len(rows):
+        return f" (under {next(iter(over))})"
+    return " (" + ", ".join(f"under {other} in {count} of {len(rows)} rows" for other, count in over.items()) + ")"
 
 
 def _merged_stages(stages):
@@ -872,7 +884,7 @@ def rate_text(lr):
     except (TypeError, ValueError):  # ("abc": float()'s words, helper 204)
         raise TypeError(f"lr must be a number, got {type(lr).__name__} {lr!r:.60}") from None
     except OverflowError:  # (10**400: "int too large to convert to float", helper 218)
-        raise ValueError(f"lr must be a float64 number, got an integer of {len(str(abs(lr)))} digits") from None
+        finite_float(lr, "lr")  # (its words: an integer of so many digits)
     if not math.isfinite(lr):
         return str(lr)
     for digits in range(1, 7):
@@ -1251,11 +1263,8 @@ def tex_number(mean, std=None, digits=2):
         if (value is not None or name == "mean") and (isinstance(value, (bool, np.bool_))
                                                       or not isinstance(value, numbers.Real)):
             raise TypeError(f"{name} must be a real number, got {type(value).__name__} {value!r:.60}")
-        try:
-            float(value if value is not None else 0.0)
-        except OverflowError:  # (10**400: "int too large to convert to float", helper 218)
-            raise ValueError(f"{name} must be a float64 number, got an integer of {len(str(abs(value)))} "
-                             "digits") from None
+        if value is not None:  # (10**400: "int too large to convert to float", helper 218)
+            finite_float(value, name)
     if not math.isfinite(mean):
         return r"$\infty$" if mean > 0 else ("n/a" if mean != mean else r"$-\infty$")
     if mean == 0:

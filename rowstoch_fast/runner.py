@@ -956,8 +956,11 @@ def _save_checkpoint(path, opt, oracle, rows, meta, wall_offset):
         # cleanup complained); under MPI it goes on to the run's agreement
         tmp = None
         try:
-            target = file_target(path, "checkpoint")  # (through a link; a device put there since the run's check
-            # refused, not replaced: helper 218)
+            try:
+                target = file_target(path, "checkpoint")  # (through a link; a device put there since the run's
+                # check refused, not replaced: helper 218)
+            except ValueError as exc:  # (as a write that failed: only this one, not a bug below, helper 222)
+                raise OSError(str(exc)) from None
             tmp = f"{target}.tmp-{os.getpid()}"
             with open(tmp, "wb") as f:
                 np.savez(f, **state)
@@ -965,7 +968,7 @@ def _save_checkpoint(path, opt, oracle, rows, meta, wall_offset):
                 os.fsync(f.fileno())
                 f.close()
                 os.replace(tmp, target)  # atomic: a reader sees the old or the new checkpoint, never half of one
-        except (OSError, ValueError) as exc:  # disk full, folder gone: keep running, keep the last good checkpoint
+        except OSError as exc:  # disk full, folder gone: keep running, keep the last good checkpoint
             try:
                 if tmp is not None:
                     os.remove(tmp)

@@ -419,7 +419,19 @@ def case_asktell_apart(out):
             ref.step(lambda X: X - b[ref.local_nodes])
         assert np.array_equal(x, ref.gather_x()), "ask/tell with a cancel on every rank differs from step()"
 
-    runs = {"same": same, "reasked": lambda: made(reasked), "cancelled": lambda: made(cancelled)}
+    def set_apart():  # (rank 1 in an untagged collective: a TypeError there, "None" named here, helper 222)
+        from rowstoch_fast import DSGD
+
+        opt = DSGD(A, np.zeros((8, 2)), 0.05, backend="mpi")
+        opt.tell(opt.ask() - b[opt.local_nodes])
+        opt.cancel()
+        if rank == 0:
+            opt.ask()
+        else:
+            opt.x = np.asarray(opt.x).copy()
+
+    runs = {"same": same, "reasked": lambda: made(reasked), "cancelled": lambda: made(cancelled),
+            "set_apart": set_apart}
     outcomes = comm.gather([_outcome(fn) for fn in runs.values()], root=0)
     if rank == 0:
         np.savez(out, outcomes=np.array(outcomes), names=np.array(list(runs)))

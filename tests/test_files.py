@@ -64,3 +64,35 @@ def test_a_run_refuses_a_checkpoint_on_a_fifo_before_it_runs_and_figures_and_his
     assert os.path.islink(link)
     with np.load(link) as saved:
         assert "format" in saved
+
+
+@fifo_only
+def test_a_link_loop_a_links_missing_folder_and_fifos_given_to_readers_and_save_matrix(tmp_path):
+    """Helper 222: a loop of links passed the check and its link was replaced by a file; a figure saved through a
+    dangling link into a missing folder named the temporary file; save_matrix on a FIFO, and --loss @FIFO and
+    --config FIFO read from one, blocked for good (--config's said it "does not exist")."""
+    from rowstoch_fast import config, io
+    from rowstoch_fast.errors import UsageError
+    from rowstoch_fast.network import options as network_options
+
+    os.symlink(tmp_path / "loop2", tmp_path / "loop1")
+    os.symlink(tmp_path / "loop1", tmp_path / "loop2")
+    with pytest.raises(ValueError, match="is a symbolic link that leads back to itself"):
+        atomic_write(tmp_path / "loop1", lambda fh: fh.write("x"))
+    assert os.path.islink(tmp_path / "loop1")
+    os.symlink(tmp_path / "nofolder" / "fig.png", tmp_path / "fig.png")
+    plt = report.pyplot()
+    fig = plt.figure()
+    try:
+        with pytest.raises(FileNotFoundError, match=r"its folder '.*nofolder' does not exist"):
+            report.save(fig, str(tmp_path / "fig.png"))
+    finally:
+        plt.close(fig)
+    fifo = tmp_path / "pipe"
+    os.mkfifo(fifo)
+    with pytest.raises(ValueError, match="is a FIFO"):
+        io.save_matrix(str(fifo), topology.ring(4))
+    with pytest.raises(UsageError, match=r"--loss @.*pipe: not a file of numbers \(the file '.*pipe' is a FIFO"):
+        network_options.node_spec(f"@{fifo}", "--loss")
+    with pytest.raises(config.ConfigError, match=r"--config '.*pipe' is a FIFO \(named pipe\), not a regular file"):
+        config.load(str(fifo))

@@ -408,6 +408,8 @@ def test_ask_tell_and_cancel_called_apart_are_refused_on_every_rank(tmp_path):
         assert "and rank 1 ask()" in outcome["reasked"], outcome["reasked"]
         assert "tell() at iteration" in outcome["cancelled"] and "without a pending ask()" in outcome["cancelled"], \
             outcome["cancelled"]
+        assert outcome["set_apart"] == ("RuntimeError: ask() and tell() must be called on every MPI rank alike: rank 0 "
+                                        "called ask() at iteration 1 and rank 1 another collective call"), outcome
 
 
 def test_settings_assigned_on_one_rank_after_construction_are_refused_on_every_rank(tmp_path):

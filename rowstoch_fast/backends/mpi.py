@@ -73,12 +73,14 @@ def remote_failure(comm, error, tag=None):
     :class:`~rowstoch_fast.errors.RemoteError` naming the first rank that failed, for a rank that did not (None for
     one that did, which raises its own, and where none did). With ``tag`` (``(rule, doing)``, :func:`collective`'s)
     the ranks' doings are compared first: where one differs from rank 0's, a RuntimeError raised on every rank."""
-    gathered = comm.allgather((None if tag is None else tag[1],
-                               None if error is None else f"{type(error).__name__}: {error}"))
-    doings = [d for d, _ in gathered]
+    gathered = comm.allgather((tag, None if error is None else f"{type(error).__name__}: {error}"))
+    tags = [t for t, _ in gathered]
+    doings = [t[1] if t is not None else "another collective call" for t in tags]
     apart = next((r for r, d in enumerate(doings) if d != doings[0]), None)
-    if apart is not None:
-        raise RuntimeError(f"{tag[0]}: rank 0 called {doings[0]} and rank {apart} {doings[apart]}")
+    if apart is not None:  # (the rule of a rank that set one: a rank in an untagged collective, x set while the
+        # others asked, had raised a TypeError, and named the other's call "None", helper 222)
+        rule = next(t[0] for t in tags if t is not None)
+        raise RuntimeError(f"{rule}: rank 0 called {doings[0]} and rank {apart} {doings[apart]}")
     messages = [m for _, m in gathered]
     failed = [(r, m) for r, m in enumerate(messages) if m is not None]
     if error is not None or not failed:

@@ -40,7 +40,15 @@ def cmd_metrics(args):
         require_memory(metrics_memory(n), f"the metrics of a network of n = {n} nodes")
         named = [(args.topology, _matrix_from_args(args))]  # (--undirected and --weights as compare reads them)
     print(metrics_table(named))
+    print(METRICS_KEY)
     return 0
+
+
+#: What the columns of ``rowstoch metrics`` mean (helper 223: "R (Thm 3)" and "loops" were said nowhere a new user
+#: looks).
+METRICS_KEY = ("beta = ||A - 1 pi^T||_pi (1 - beta: the generalized spectral gap); kappa = max pi / min pi (the "
+               "equilibrium skewness); R (Thm 3): the gossip rounds per iteration Theorem 3 recommends for "
+               "MG-Pull-Diag-GT; loops: whether every node keeps a self loop")
 
 
 def cmd_topologies(args):

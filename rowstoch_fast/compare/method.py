@@ -449,9 +449,11 @@ def _retry_note(failed, also=""):
     216's Push-Pull, 0.0438 at its tuned rate and 0.0511 at the next); ``also``: what the run shown did too
     (:func:`~.verdict.climbs_too`)."""
     why = cause(str(failed.get("diagnosis", "")))
-    final = failed.get("final")
-    ended = f", ending at {final:.3g}" if isinstance(final, (int, float)) and math.isfinite(final) \
-        and failed.get("status") == "unstable" else ""  # (a diverged run's end says nothing its growth does not)
+    final, metric = failed.get("final"), failed.get("metric")
+    ended = f", its {metric + ' ' if metric else ''}ending at {final:.3g}" \
+        if isinstance(final, (int, float)) and math.isfinite(final) and failed.get("status") == "unstable" else ""
+    # (a diverged run's end says nothing its growth does not; the metric named: "ending at 0.00576" had read as a
+    # rate, helper 223)
     return (f"the tuned rate {failed['lr']:.3g} was {failed['status']}{ended}" + (f": {why}" if why else "")
             + "; shown at the next stable rate of its tuning" + (f", where {also}" if also else ""))
 
@@ -511,8 +513,8 @@ def run_method(plan, method, *, progress=False, log=None):
                 final = float(np.mean(ends(frame, plan.metric))) if plan.metric in frame.columns else math.nan
             final = final if math.isfinite(final) else None  # (lr.json's: strict JSON)
             record = {**record, "retried": {"lr": lr, "status": status, "diagnosis": diagnosis, "wall_seconds": spent,
-                                              "next_stable": alt, "final": final}}  # (the rate run: tuning.png
-            # marks it)
+                                              "next_stable": alt, "final": final, "metric": plan.metric}}  # (the
+            # rate run: tuning.png marks it)
             lr, source = alt, NEXT_STABLE
             _forget_runs(plan, method)  # (the failed rate's checkpoints: a resume goes on at the new rate)
             with warnings.catch_warnings():

@@ -312,7 +312,8 @@ def table_label(folder):
     """summary.tex's ``\\label``: ``tab:`` and the name of the comparison's folder, each character LaTeX reads
     otherwise in a label (``\\ { } # % ~ $ ^ & _`` and spaces) a hyphen: ``results/paper_fig2`` labels
     ``tab:paper-fig2`` (helper 219: every comparison's table was ``tab:compare``, two in one paper the same)."""
-    name = os.path.basename(os.path.normpath(os.path.abspath(folder)))
+    name = os.path.basename(os.path.realpath(folder))  # (the folder itself, not a link's name: a resume through a
+    # link had relabelled the table a paper refers to, helper 222)
     return "tab:" + (re.sub(r"[^A-Za-z0-9.:+-]", "-", name).strip("-") or "compare")
 
 

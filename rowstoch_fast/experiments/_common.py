@@ -9,6 +9,7 @@ import re
 
 import numpy as np
 
+from .._files import atomic_write
 from .._signals import sigterm_as_interrupt
 
 def _plt():
@@ -169,12 +170,23 @@ def _write_verdict(out_dir, name, rows, log, stopped=None):
     if not rows:
         return
     path = os.path.join(out_dir, f"{name}_verdict.csv")
-    pd.DataFrame(rows).to_csv(path, index=False)
+    table = pd.DataFrame(rows)
+    atomic_write(path, lambda fh: table.to_csv(fh, index=False))
     for line in verdict_lines(rows):
         log(line)
     for rule in dict.fromkeys(row["rule"] for row in rows if row.get("rule") and stopped is None):
         log(f"(the rule: {rule})")
     log(f"wrote {path}")  # (the verdicts' table was written unsaid)
+
+
+def write_table(frame, out_dir, name, log, index=False):
+    """``frame`` written as ``<out_dir>/<name>`` (CSV, atomically: a kill leaves the old file or the new one) and
+    said in a "wrote" line (helper 223: pull_diag.csv and kgt_local_steps_finals.csv had been written unsaid, the
+    other files said). Returns the path."""
+    path = os.path.join(out_dir, name)
+    atomic_write(path, lambda fh: frame.to_csv(fh, index=index))
+    log(f"wrote {path}")
+    return path
 
 
 def write_histories(out_dir, name, histories, columns):
@@ -189,7 +201,8 @@ def write_histories(out_dir, name, histories, columns):
             s.insert(k, column, value)
         rows.append(s)
     if rows:
-        pd.concat(rows).to_csv(os.path.join(out_dir, f"{name}.csv"), index=False)
+        table = pd.concat(rows)
+        atomic_write(os.path.join(out_dir, f"{name}.csv"), lambda fh: table.to_csv(fh, index=False))
 
 
 #: The window a verdict reads: the records in the last tenth of a run (at least one record).

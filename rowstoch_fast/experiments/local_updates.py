@@ -26,7 +26,7 @@ from .._files import atomic_write
 from .._progress import bar
 from ..objectives import Quadratic
 from ._common import (COMPARE_RULE, _plt, _stop_if, _stopped, _write_verdict, compare_windows, error_bars,
-                      make_out_dir, spread, window_means, writes_before_sigterm)
+                      make_out_dir, spread, window_means, write_table, writes_before_sigterm)
 
 __all__ = ["KGT_PAPER", "KGT_FIGURE", "KGT_DIFFERENCES", "KGT_LOCAL_STEPS", "KGT_HETEROGENEITY",
            "KGT_METHODS", "KGT_ROUNDS", "KGT_REPEATS", "KGT_MIN_ROUNDS", "KGT_RULE", "KGT_TREND_RULE",
@@ -249,7 +249,7 @@ def reproduce_kgt_local_steps(out_dir, communication_rounds=KGT_ROUNDS, repeats=
             progress_bar.close()
     table = pd.DataFrame(finals, columns=["heterogeneity", "algorithm", "local_steps", "lr", "status", "final",
                                           "spread", "repeats", "lowest", "highest", "start"])
-    table.to_csv(os.path.join(out_dir, "kgt_local_steps_finals.csv"), index=False)
+    write_table(table, out_dir, "kgt_local_steps_finals.csv", log)
     done = f"{len(finals)} of {len(plan)} runs"
     stopped = _stopped(interrupted, error, done)
     rows = kgt_local_steps_verdicts(table, steps, zetas)

@@ -12,7 +12,7 @@ from .._checks import MAX_KEY, check_choice, check_int, check_text, require_memo
 from .._progress import bar as progress_bar
 from ..errors import DivergenceError
 from ._common import (COMPARE_RULE, _finish, _plt, _save, _stop_if, _stopped, compare_windows, make_out_dir,
-                      window_stats, writes_before_sigterm)
+                      window_stats, write_table, writes_before_sigterm)
 from .synthetic import MULTI_GOSSIP_LR, _checked_graphs, check_rounds
 
 def mlp(inputs, classes=10, hidden=(64, 32, 16)):
@@ -319,13 +319,13 @@ def _train_on_graphs(out_dir, model_fn, data, parts, what, communication_rounds,
     frame = pd.DataFrame(rows, columns=["axis", "graph", "R", "repeat", "iteration", "communication_rounds",
                                         "batches", "samples", "train_loss", "test_accuracy",
                                         "test_accuracy_centroid", "diverged"])
-    frame.to_csv(os.path.join(out_dir, f"{stem}.csv"), index=False)
+    write_table(frame, out_dir, f"{stem}.csv", log)
     verdict = pd.concat([_mnist_verdict(frame[frame["axis"] == view], names, rounds, repeats).assign(axis=view)
                          for view in views], ignore_index=True)
     stopped = _stopped(interrupted, error, f"{len(rows)} records")
     if stopped is not None:  # partial records decide no claim
         verdict["verdict"] = f"not decided ({stopped})"
-    verdict.to_csv(os.path.join(out_dir, f"{stem}_verdict.csv"), index=False)
+    write_table(verdict, out_dir, f"{stem}_verdict.csv", log)
 
     def side(loss, spread, ran, diverged):  # (the runs it has records of: a stopped reproduction's side that
         # never ran read "inf +- nan (0 of 1 diverged)")

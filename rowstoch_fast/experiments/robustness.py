@@ -12,7 +12,7 @@ from .._checks import MAX_KEY, check_int, check_names, check_positive_float, fmt
 from ..algorithms import labels
 from ..objectives import NonconvexLogistic
 from ._common import (DATA_SEED, _finish, _plt, _stop_if, check_log, error_bars, make_out_dir, mark_failed,
-                      other_data, writes_before_sigterm)
+                      other_data, write_table, writes_before_sigterm)
 
 
 @writes_before_sigterm
@@ -115,7 +115,7 @@ def reproduce_robustness(out_dir, rounds_budget=1000, repeats=10, losses=(0.0, 0
                                         "data_seed"])
     table = table.astype({"loss_rate": float, "lr": float, "grad_norm": float, "grad_norm_std": float,
                           "grad_norm_min": float, "grad_norm_max": float})
-    table.to_csv(os.path.join(out_dir, "robustness.csv"), index=False)
+    write_table(table, out_dir, "robustness.csv", log)
     plt = _plt()
     if plt is not None:
         fig, axes = plt.subplots(1, len(graphs), figsize=(5.5 * len(graphs), 4), squeeze=False)
@@ -257,7 +257,7 @@ def reproduce_communication(out_dir, rounds_budget=1000, repeats=3, d=32, n=32, 
     table = pd.DataFrame(rows, columns=["setting", "compressor", "algorithm", "lr", "bytes", metric, f"{metric}_std",
                                         "status"]).astype({"lr": float, "bytes": float, metric: float,
                                                            f"{metric}_std": float})
-    table.to_csv(os.path.join(out_dir, "communication.csv"), index=False)
+    write_table(table, out_dir, "communication.csv", log)
     plt = _plt()
     if plt is not None and len(table):  # (interrupted while tuning: nothing to draw)
         panels = {"qsgd": "QSGD (8, 4, 2 bits)", "topk": f"top-k (k = {max(1, d // 4)}, {max(1, d // 16)})"}

@@ -17,7 +17,7 @@ from ..protocol import a_protocol, pull_diag
 from ..runner import Algorithm, run
 from ._common import (COMPARE_RULE, DATA_SEED, FINAL_WINDOW, SLOPE_TOLERANCE, _plt, _save, _stop_if,
                       _stopped, _write_verdict, check_log, compare_windows, make_out_dir, other_data, window_by_repeat,
-                      window_means, window_stats, write_histories, writes_before_sigterm)
+                      window_means, window_stats, write_histories, write_table, writes_before_sigterm)
 
 #: Learning rates of the paper's linear-speedup figure on exponential graphs (shared/paper_graphs.md).
 LINEAR_SPEEDUP_LR = {1: 5e-2, 2: 2.6e-2, 8: 6.4e-3, 16: 3e-3, 128: 4e-4, 512: 1e-4}
@@ -124,7 +124,7 @@ def reproduce_pull_diag(out_dir, iterations=100, d=4, seed=0, log=print):
     for name, (e1, e2) in curves.items():
         frame[f"pull_diag/{name}"] = e1
         frame[f"a_protocol/{name}"] = e2
-    frame.to_csv(os.path.join(out_dir, "pull_diag.csv"), index=False)
+    write_table(frame, out_dir, "pull_diag.csv", log)
     log(f"Pull-Diag vs A-protocol, consensus error ||z_k - mean|| after {iterations} steps (16 nodes, d={d}):")
     log(f"{'graph':<18}{'beta':>8}{'kappa':>8}{'Pull-Diag':>12}{'A-protocol':>12}")
     for name, (b, k, e1, e2) in table.items():

@@ -21,7 +21,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from .._checks import load_npy_file, seed_option
+from .._checks import check_regular_file, load_npy_file, seed_option
 from ..errors import UsageError
 from .base import LAYERS
 
@@ -220,6 +220,7 @@ def node_spec(value, flag, integer=False):
     if text.startswith("@"):
         path = text[1:]
         try:
+            check_regular_file(path, "the file")  # (a FIFO had blocked the read for good, helper 222)
             stat = os.stat(path)
             values = _file_values(path, (stat.st_size, stat.st_mtime_ns))
         except OSError as exc:
