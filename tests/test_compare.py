@@ -3394,8 +3394,9 @@ def test_a_run_that_leaves_the_panel_from_below_its_floor_is_its_triangle_and_th
         # over it, which the legend says, helper 219)
         "dsgd (under up in 1 of 2 rows)", "up (diverged in 1 of 2 rows)"]
     plt.close(fig)
-    fig = report.figure([pd.concat([frame, frame.assign(algorithm="same"), up], ignore_index=True)],
-                        ["consensus_error", "grad_norm_mean"])
+    fig = report.figure([pd.concat([frame, frame.assign(algorithm="same", consensus_error=frame["consensus_error"]
+                                                        * 1.005), up], ignore_index=True)],
+                        ["consensus_error", "grad_norm_mean"])  # (0.5% apart: one line as drawn)
     assert [t.get_text() for t in fig.legends[0].get_texts()] == ["dsgd (under same)", "same", "up (diverged)"]
     plt.close(fig)
     fig = report.figure([pd.concat([frame, frame.assign(algorithm="b")], ignore_index=True),
@@ -3448,6 +3449,7 @@ def test_records_that_mix_runs_or_were_cut_are_refused_by_summaries_and_figures(
     fig = report.figure([one], ["suboptimality", "grad_norm_mean"])  # (not refused: a comparison that had run all
     # its methods ended in a traceback on descent_deviation, which none of them recorded, helper 222)
     assert [t.get_text() for t in fig.axes[0].texts] == ["no finite record\n(not recorded by these methods)"]
+    assert not len(fig.axes[0].get_yticks())  # (no scale it never had)
     assert not fig.axes[0].get_lines() and fig.axes[1].get_lines()
     plt.close(fig)
     with pytest.raises(ValueError, match=r"x = 'cost' needs the records' cost column: report.with_cost"):
