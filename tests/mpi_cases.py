@@ -419,11 +419,13 @@ def case_asktell_apart(out):
             ref.step(lambda X: X - b[ref.local_nodes])
         assert np.array_equal(x, ref.gather_x()), "ask/tell with a cancel on every rank differs from step()"
 
-    def set_apart():  # (rank 1 in an untagged collective: a TypeError there, "None" named here, helper 222)
+    def set_apart(method):  # (rank 1 in an untagged collective: a TypeError there, "None" named here; Pull-Diag-GT's
+        # x, which cannot be set after its first step, refused on rank 1 alone while rank 0 waited: helper 222)
         from rowstoch_fast import DSGD
 
-        opt = DSGD(A, np.zeros((8, 2)), 0.05, backend="mpi")
-        opt.tell(opt.ask() - b[opt.local_nodes])
+        opt = {"dsgd": DSGD, "pull-diag-gt": PullDiagGT}[method](A, np.zeros((8, 2)), 0.05, backend="mpi")
+        for _ in range(3):  # (past the first step: Pull-Diag-GT's x is then refused)
+            opt.tell(opt.ask() - b[opt.local_nodes])
         opt.cancel()
         if rank == 0:
             opt.ask()
@@ -431,7 +433,7 @@ def case_asktell_apart(out):
             opt.x = np.asarray(opt.x).copy()
 
     runs = {"same": same, "reasked": lambda: made(reasked), "cancelled": lambda: made(cancelled),
-            "set_apart": set_apart}
+            "set_apart": lambda: set_apart("dsgd"), "set_apart_gt": lambda: set_apart("pull-diag-gt")}
     outcomes = comm.gather([_outcome(fn) for fn in runs.values()], root=0)
     if rank == 0:
         np.savez(out, outcomes=np.array(outcomes), names=np.array(list(runs)))

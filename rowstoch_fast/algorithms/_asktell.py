@@ -237,12 +237,17 @@ class AskTell:
         """``opt.x = X``: before the first step, any ``x0`` of the same shape; later, for methods whose only
         state is ``x``."""
         self._settle()
-        if self._initialized and tuple(self.state) != (self.model,):
-            raise RuntimeError(
-                f"{type(self).__name__}.x can be set before the first step only: after it, its other state "
-                f"({', '.join(s for s in self.state if s != self.model)}) was derived from x and would no longer "
-                "match; build a new optimizer from X, or edit its state_dict()")
-        self._ops.call(self._check_x, X)  # (under MPI: every rank's rows checked, a refusal raised on all)
+
+        def checked(X):
+            if self._initialized and tuple(self.state) != (self.model,):
+                raise RuntimeError(
+                    f"{type(self).__name__}.x can be set before the first step only: after it, its other state "
+                    f"({', '.join(s for s in self.state if s != self.model)}) was derived from x and would no longer "
+                    "match; build a new optimizer from X, or edit its state_dict()")
+            self._check_x(X)
+
+        self._ops.call(checked, X)  # (under MPI: every rank's rows checked, a refusal raised on all; the refusal
+        # after the first step too: raised on one rank alone, a rank asking meanwhile had waited for good, helper 222)
         block, scratch = self._cur[self.model], self._nxt[self.model]
         block[...] = scratch  # (_check_x wrote the checked values there)
         self._writes = self.__dict__.get("_writes", 0) + 1  # (points asked before are no longer the step's)
