@@ -384,11 +384,12 @@ def draw(ax, frame, metric, x="rounds"):
         if column not in frame.columns:
             raise ValueError("x = 'cost' needs the records' cost column: report.with_cost(frame, weights) first")
         label = frame.attrs.get("cost_label", label)
-    if len(frame) and frame[metric].isna().all():  # (no value: an empty panel that says so, not one marked as a run
-        # that left it, helper 218; descent_deviation where no method records it, helper 222: not refused, which
-        # had ended a comparison whose runs had all finished)
-        ax.text(0.5, 0.5, "no finite record\n(not recorded by these methods)", transform=ax.transAxes, ha="center",
-                va="center", fontsize="small", color="0.35")
+    if len(frame) and not np.isfinite(frame[metric].to_numpy(dtype=np.float64)).any():  # (no value: an empty panel
+        # that says so, not one marked as a run that left it, helper 218; descent_deviation where no method records
+        # it, helper 222: not refused, which had ended a comparison whose runs had all finished; every value inf
+        # too, helper 224)
+        ax.text(0.5, 0.5, "no finite record\n(not recorded by these methods,\nor every value NaN or infinite)",
+                transform=ax.transAxes, ha="center", va="center", fontsize="small", color="0.35")
         ax.set_xticks([])
         ax.set_yticks([])  # (no scale of 0 .. 1 it never had)
         ax.set_xlabel(textwrap.fill(label, X_LABEL_WIDTH))
@@ -592,7 +593,7 @@ def _legend_entries(axes):
             for handle, label in zip(*ax.get_legend_handles_labels()):
                 name, _, rest = label.partition(",")
                 seen.setdefault(name, handle)
-                curves.setdefault(name, {}).setdefault(r, []).append((c, _drawn(handle)))
+                curves.setdefault(name, {}).setdefault(r, []).append((c, _drawn(handle, ax)))
                 said = re.findall(r"\(([^()]*)\)", rest)
                 if "to rounding" in said:  # (a panel's own: kept from any panel, not the row's last, helper 210)
                     rounding.setdefault(name, set()).add(r)
@@ -614,16 +615,26 @@ def _legend_entries(axes):
     return list(seen.values()), labels
 
 
-def _drawn(handle):
-    """A legend handle's line as drawn (its x and y data), None where it has none."""
+def _drawn(handle, ax=None):
+    """A legend handle's line as drawn: its x data, and its y data as a share of the panel's height (``ax``'s limits,
+    in the logarithm on a log axis; the data themselves without ``ax``); None where it has none."""
     try:
-        return np.asarray(handle.get_xdata(), dtype=np.float64), np.asarray(handle.get_ydata(), dtype=np.float64)
+        x, y = np.asarray(handle.get_xdata(), dtype=np.float64), np.asarray(handle.get_ydata(), dtype=np.float64)
     except (AttributeError, TypeError, ValueError):
         return None
+    if ax is None or not hasattr(ax, "get_ylim"):
+        return x, y
+    low, high = ax.get_ylim()
+    with np.errstate(all="ignore"):
+        if ax.get_yscale() == "log":
+            low, high, y = np.log10(low), np.log10(high), np.log10(y)
+        return x, (y - low) / (high - low) if high > low else y
 
 
-#: Two lines within this relative difference at every point are drawn as one (a line 1.4 points wide covers about
-#: 1% on a panel of two decades: push-pull 0.35% off centralized lay hidden under it, unsaid).
+#: Two lines at the same x values within this share of their panel's height at every point are drawn as one (a
+#: line 1.4 points wide covers about 1% of a panel: push-pull 0.35% off centralized, on a panel of two decades, lay
+#: hidden under it, unsaid; a share of the values, not of the panel, had said two accuracies half a panel apart
+#: were one line, helper 224).
 SAME_LINE = 1e-2
 
 
@@ -640,9 +651,9 @@ def _hidden(name, curves):
         for r, drawn in rows.items():
             theirs = dict(curves[other].get(r, ()))
             if len(theirs) == len(drawn) and all(
-                    line is not None and theirs.get(c) is not None and all(
-                        a.shape == b.shape and np.allclose(a, b, rtol=SAME_LINE, atol=0.0, equal_nan=True)
-                        for a, b in zip(line, theirs[c]))
+                    line is not None and theirs.get(c) is not None and line[0].shape == theirs[c][0].shape
+                    and np.array_equal(line[0], theirs[c][0], equal_nan=True) and line[1].shape == theirs[c][1].shape
+                    and np.allclose(line[1], theirs[c][1], rtol=0.0, atol=SAME_LINE, equal_nan=True)
                     for c, line in drawn):
                 under[r] = other
     if not under:

@@ -33,6 +33,9 @@ DEFAULT_MAX_BYTES = 2 * 1024**3
 #: Default cap on the multiply-adds of building one exact tracker (about 10 minutes on 2 cores);
 #: override with ROWSTOCH_TRACKER_MAX_WORK or ``max_work=``.
 DEFAULT_MAX_WORK = 2e12
+#: How many times that bound a resumed optimizer's replay of the network tracker may take (:meth:`NetworkTracker.
+#: resumed_at`: the run's own steps did that work before).
+REPLAY_FACTOR = 100
 #: Column block of the exact tracker: 2 * n * block values in flight.
 DEFAULT_BLOCK = 256
 
@@ -389,9 +392,13 @@ class NetworkTracker:
 
     def resumed_at(self, t):
         """A resumed optimizer stands at iteration ``t``: :meth:`scale` replays ``V_t`` up to it (and one further)
-        without the bound on a jump ahead (``ROWSTOCH_TRACKER_MAX_WORK``), which the run's own steps did before: a
-        long run on a large lossy network had been refused its resume."""
-        self._resumed = check_int(t, "t", minimum=0, maximum=MAX_T)
+        under :data:`REPLAY_FACTOR` times the bound on a jump ahead (``ROWSTOCH_TRACKER_MAX_WORK``), work the run's
+        own steps did before: a long run on a large lossy network had been refused its resume. Not without a
+        bound: a state whose iteration was edited to 10**15 would replay for centuries (helper 224)."""
+        t = check_int(t, "state['iteration']", minimum=0, maximum=MAX_T)
+        check_diag_work(_Size(self.n), t * self.rounds, f"resuming at state['iteration'] = {t} (the tracker replays "
+                        "V_t = A_(t-1) ... A_0 from V_0)", max_work_default() * REPLAY_FACTOR)
+        self._resumed = t
 
     def _restart(self):
         xp, rows = self._xp, self._rows

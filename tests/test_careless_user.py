@@ -2306,6 +2306,10 @@ def test_a_resumed_run_replays_its_network_tracker_past_the_jump_bound(monkeypat
     np.testing.assert_array_equal(again.x, opt.x)  # (the replay's scales are the run's own)
     with pytest.raises(ValueError, match=r"NetworkTracker.scale\(t=200\)"):
         again._tracker.scale(200)
+    with pytest.raises(ValueError, match=r"resuming at state\['iteration'\] = 1000000000000000 \(the tracker "
+                                         r"replays .* but the limit is 1.0e\+04"):  # (REPLAY_FACTOR times the bound:
+        # an edited iteration had replayed for centuries, helper 224)
+        PullDiagGT.from_state_dict({**state, "iteration": np.int64(10**15)}, A=network)
 
 
 def test_h213_a9_a_sparse_npz_with_a_float_shape_is_refused(tmp_path):

@@ -3404,6 +3404,16 @@ def test_a_run_that_leaves_the_panel_from_below_its_floor_is_its_triangle_and_th
     assert [t.get_text() for t in fig.legends[0].get_texts()][0] == \
         "dsgd (under b in 1 of 2 rows, under c in 1 of 2 rows)"  # (each row's own: "under c" alone, helper 222)
     plt.close(fig)
+    accuracy = frame.assign(test_accuracy=0.9 + 1e-4 * frame["iteration"])  # (a linear panel of a narrow span:
+    # 0.9% of the values is half the panel, helper 224)
+    fig = report.figure([pd.concat([accuracy, accuracy.assign(algorithm="b", test_accuracy=accuracy["test_accuracy"]
+                                                                * 1.009)], ignore_index=True)], ["test_accuracy"])
+    assert [t.get_text() for t in fig.legends[0].get_texts()] == ["dsgd", "b"]
+    plt.close(fig)
+    shifted = frame.assign(algorithm="b", communication_rounds=frame["communication_rounds"] + 1)
+    fig = report.figure([pd.concat([frame, shifted], ignore_index=True)], ["consensus_error"])  # (other x values)
+    assert [t.get_text() for t in fig.legends[0].get_texts()] == ["dsgd", "b"]
+    plt.close(fig)
     long = [frame.assign(algorithm=f"method-{k}-with-a-long-name", consensus_error=frame["consensus_error"] * (k + 2),
                          status="no-progress" if k % 2 else "ok") for k in range(6)]
     fig = report.figure([pd.concat(long, ignore_index=True), pd.concat(long[:3], ignore_index=True)],
@@ -3448,9 +3458,14 @@ def test_records_that_mix_runs_or_were_cut_are_refused_by_summaries_and_figures(
         cmp.summary(one.assign(algorithm=np.nan))
     fig = report.figure([one], ["suboptimality", "grad_norm_mean"])  # (not refused: a comparison that had run all
     # its methods ended in a traceback on descent_deviation, which none of them recorded, helper 222)
-    assert [t.get_text() for t in fig.axes[0].texts] == ["no finite record\n(not recorded by these methods)"]
+    assert [t.get_text() for t in fig.axes[0].texts] == ["no finite record\n(not recorded by these methods,\nor "
+                                                         "every value NaN or infinite)"]
     assert not len(fig.axes[0].get_yticks())  # (no scale it never had)
     assert not fig.axes[0].get_lines() and fig.axes[1].get_lines()
+    plt.close(fig)
+    fig = report.figure([one.assign(grad_norm_mean=np.inf)], ["grad_norm_mean"])  # (every value inf: the same,
+    # not a panel of 1e-16 .. 1 and a triangle, helper 224)
+    assert len(fig.axes[0].texts) == 1 and not len(fig.axes[0].get_yticks())
     plt.close(fig)
     with pytest.raises(ValueError, match=r"x = 'cost' needs the records' cost column: report.with_cost"):
         report.figure([one], ["grad_norm_mean"], x="cost")

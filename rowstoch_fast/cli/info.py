@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import os
 import sys
+import textwrap
 
 from .._checks import require_memory
 from ..algorithms import labels, method_of, REGISTRY
@@ -40,7 +41,8 @@ def cmd_metrics(args):
         require_memory(metrics_memory(n), f"the metrics of a network of n = {n} nodes")
         named = [(args.topology, _matrix_from_args(args))]  # (--undirected and --weights as compare reads them)
     print(metrics_table(named))
-    print(METRICS_KEY)
+    if not getattr(args, "quiet", False):  # (-q: the table alone, for a script that reads it)
+        print(textwrap.fill(METRICS_KEY, 100, break_on_hyphens=False))
     return 0
 
 

@@ -340,7 +340,6 @@ def _train_on_graphs(out_dir, model_fn, data, parts, what, communication_rounds,
             f"accuracy {v.test_accuracy_mg:.3f} against {v.test_accuracy_plain:.3f}")
     if len(verdict) and stopped is None:
         log(f"(the rule: {DIVERGED_RULE + COMPARE_RULE})")
-    log(f"wrote {os.path.join(out_dir, stem + '_verdict.csv')}")
     plt = _plt()
     if plt is not None and len(frame):
         fig, axes = plt.subplots(2 * len(views), len(names), figsize=(3 * len(names), 5.5 * len(views)),
@@ -366,7 +365,6 @@ def _train_on_graphs(out_dir, model_fn, data, parts, what, communication_rounds,
             top[0].set_ylabel("training loss (nodes' mean)")
             bottom[0].set_ylabel("test accuracy (nodes' mean)")
         _finish(plt, fig, axes, out_dir, f"{stem}.png", log)
-    log(f"wrote {os.path.join(out_dir, stem + '.csv')}")
     _stop_if(interrupted, log, f"{len(rows)} records", error)
     return frame
 
@@ -501,8 +499,8 @@ def reproduce_mnist_heterogeneous(out_dir, data="digits", data_dir=None, communi
     ytr = arrays[1]
     uniform, skewed = (label_counts(ytr, _split(ytr, 16, kind, None, seed)) for kind in ("iid", "shards"))
     make_out_dir(out_dir)
-    pd.DataFrame(skewed, columns=[f"digit_{c}" for c in range(10)]).rename_axis("node").to_csv(
-        os.path.join(out_dir, "mnist_heterogeneous_split.csv"))
+    write_table(pd.DataFrame(skewed, columns=[f"digit_{c}" for c in range(10)]).rename_axis("node"), out_dir,
+                "mnist_heterogeneous_split.csv", log, index=True)
     plt = _plt()
     if plt is not None:
         fig, axes = plt.subplots(1, 2, figsize=(9, 4.2))

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import os
 import warnings
 
 import numpy as np
@@ -137,7 +136,6 @@ def reproduce_robustness(out_dir, rounds_budget=1000, repeats=10, losses=(0.0, 0
                          + other_data(data_seed), fontsize=9)
         axes[0, 0].set_ylabel("final ||(1/n) sum_i grad f_i(x_i)||")
         _finish(plt, fig, axes, out_dir, "robustness.png", log)
-    log(f"wrote {os.path.join(out_dir, 'robustness.csv')}")
     _stop_if(interrupted, log, f"{len(rows) // len(names)} of {len(graphs) * len(settings)} settings", error)
     return table
 
@@ -290,6 +288,5 @@ def reproduce_communication(out_dir, rounds_budget=1000, repeats=3, d=32, n=32, 
             ax.set_title(f"{title}, n = {n}, d = {d}", fontsize=9)
         axes[0, 0].set_ylabel(f"final {metric}")
         _finish(plt, fig, axes, out_dir, "communication.png", log)
-    log(f"wrote {os.path.join(out_dir, 'communication.csv')}")
     _stop_if(interrupted, log, f"{len(rows) // max(len(names), 1)} of {len(settings)} settings", error)
     return table
