@@ -384,6 +384,8 @@ def draw(ax, frame, metric, x="rounds"):
         if column not in frame.columns:
             raise ValueError("x = 'cost' needs the records' cost column: report.with_cost(frame, weights) first")
         label = frame.attrs.get("cost_label", label)
+    ax.set_xlabel(textwrap.fill(label, X_LABEL_WIDTH))  # (a cost's weights ran into the next panel's label)
+    ax.set_ylabel(METRIC_LABELS.get(metric, metric))
     if len(frame) and not np.isfinite(frame[metric].to_numpy(dtype=np.float64)).any():  # (no value: an empty panel
         # that says so, not one marked as a run that left it, helper 218; descent_deviation where no method records
         # it, helper 222: not refused, which had ended a comparison whose runs had all finished; every value inf
@@ -392,8 +394,6 @@ def draw(ax, frame, metric, x="rounds"):
                 transform=ax.transAxes, ha="center", va="center", fontsize="small", color="0.35")
         ax.set_xticks([])
         ax.set_yticks([])  # (no scale of 0 .. 1 it never had)
-        ax.set_xlabel(textwrap.fill(label, X_LABEL_WIDTH))
-        ax.set_ylabel(METRIC_LABELS.get(metric, metric))
         return
     linear = linear_scale(metric, getattr(frame, "attrs", {}).get("extra_metrics"))
     finished = frame["status"].isin(["ok", "done"]) if "status" in frame.columns else ~frame["diverged"].astype(bool)
@@ -475,10 +475,8 @@ def draw(ax, frame, metric, x="rounds"):
         from matplotlib.ticker import EngFormatter, MaxNLocator
 
         ax.xaxis.set_major_formatter(EngFormatter(unit=COUNTED[x], sep="\N{THIN SPACE}"))
-        ax.xaxis.set_major_locator(MaxNLocator(nbins=X_TICKS, steps=[1, 2, 2.5, 5, 10], min_n_ticks=3))  # (a unit widens each
-        # tick: "0 B50 kB100 kB150 kB" ran together at eight ticks, helper 219)
-    ax.set_xlabel(textwrap.fill(label, X_LABEL_WIDTH))  # (a cost's weights ran into the next panel's label)
-    ax.set_ylabel(METRIC_LABELS.get(metric, metric))
+        ax.xaxis.set_major_locator(MaxNLocator(nbins=X_TICKS, steps=[1, 2, 2.5, 5, 10], min_n_ticks=3))  # (a unit
+        # widens each tick: "0 B50 kB100 kB150 kB" ran together at eight ticks, helper 219)
     ax.grid(True, which="major", alpha=0.3)
 
 
@@ -1063,15 +1061,15 @@ def fewer_rounds(table):
         if math.isfinite(used):
             most[key] = max(used, most.get(key, 0.0))
     several = _several_sections(table)
+    per, done = (_pd_numbers(table[c]) if c in table.columns else np.full(len(table), math.nan)
+                 for c in ("rounds_per_iteration", "iterations"))  # (each column read once, not once a row)
     said = []
     for i, (key, used) in enumerate(zip(keys, rounds)):
         if table["status"].iloc[i] != "ok" or not (math.isfinite(used) and used < FEWER_ROUNDS * most[key]):
             continue
         where = " / ".join(map(str, key)) + ": " if several else ""
-        each, done = (_pd_numbers(table[c])[i] if c in table.columns else math.nan
-                      for c in ("rounds_per_iteration", "iterations"))
-        how = f" ({int(done)} iterations of R = {int(each)})" if math.isfinite(each) and math.isfinite(done) \
-            and each > 1 else ""
+        how = f" ({int(done[i])} iterations of R = {int(per[i])})" if math.isfinite(per[i]) \
+            and math.isfinite(done[i]) and per[i] > 1 else ""
         said.append(f"{where}{table['algorithm'].iloc[i]} {int(used)} of {int(most[key])}{how}")
     if not said:
         return ""
