@@ -933,7 +933,7 @@ def table_notes(table, metrics, cells=None, metric=None):
     ``cells``: the table's cells, where computed already."""
     below = _below_optimum(table, metrics, _cells(table, metrics) if cells is None else cells)
     return [note for note in (below, unmoved_start(table), identical_runs(table), biased_fixed_point(table, metric),
-                              wide_ties(table), fewer_rounds(table)) if note]
+                              wide_ties(table), rounding_pace(table), fewer_rounds(table)) if note]
 
 
 def _said(diagnosis):
@@ -1111,6 +1111,30 @@ def wide_ties(table):
             f"repetitions the differences spread too widely for the tests, at {TIE_LEVEL:.0%} over the pairs of "
             f"{'each section' if several else 'the table'}, to tell {'it' if one else 'them'} from "
             f"{'it' if one else 'those'}; more repetitions (--repeats) would.")
+
+
+def rounding_pace(table):
+    """The note of a table where two methods or more of a section ended at rounding
+    (``table.attrs["paced"]``: :func:`~rowstoch_fast.compare.tables.summary`'s), else ``""``: their final values
+    cannot order them (they share a rank), so it says how fast each got there, the first record's round at which
+    every repetition was at rounding and the ranked metric's factor per communication round before it (the table's
+    ``rate``), the fastest first."""
+    paced = getattr(table, "attrs", {}).get("paced") or []
+    if not paced:
+        return ""
+    metric = getattr(table, "attrs", {}).get("metric") or "ranked metric"
+    several = _several_sections(table)
+    parts = []
+    for where in dict.fromkeys(p[0] for p in paced):
+        mine = [p for p in paced if p[0] == where]
+        each = [f"{name} by round {at}" + (f" ({rate:.3g}x)" if math.isfinite(rate) else "")
+                for _, name, at, rate in mine]
+        parts.append((f"{where}: " if where and several else "") + ", ".join(each))
+    names = list(dict.fromkeys(p[1] for p in paced))
+    listed = names[0] if len(names) == 1 else f"{', '.join(names[:-1])} and {names[-1]}"
+    return (f"{listed} ended at rounding, where final values cannot order them; how fast they got there "
+            f"(every repetition's {metric} at rounding by that round; in parentheses its factor per communication "
+            "round before, the summary's rate): " + "; ".join(parts) + ".")
 
 
 def unmoved_start(table):

@@ -6948,3 +6948,34 @@ def test_an_ok_run_whose_consensus_error_grows_on_a_line_says_it_runs_off_past_t
         assert verdict.status_of(frame(spreads), "suboptimality", {}, lr=0.01, lr_source="given",
                                  iterations=400) == ("ok", "")
     assert tuning.climbs(x, line) is None and tuning.climbs(x, line, steady=1.25) is not None
+
+
+def test_methods_that_end_at_rounding_are_told_apart_by_when_they_got_there():
+    """Methods whose every repetition ends at rounding share a rank (final values at rounding cannot order them):
+    on least squares over a ring of 8, EXTRA, DIGing and Push-Pull all ended tied 1=, EXTRA at rounding by round
+    72 and DIGing by 156, which no table said. The note names each one's first round at rounding, fastest first,
+    and its rate; a method that did not get there, or got there in only some repetitions, is not in it."""
+    from rowstoch_fast import report
+
+    A, f = topology.exponential(8), LeastSquares.synthetic(8, samples_per_node=10, d=4, seed=0)
+    frame = cmp.compare(A, f, ["pull-diag-gt", "push-pull", "dgd", "push-diging"], 40, lr=0.05, repeats=2,
+                        progress=False)
+    k = frame["iteration"].to_numpy(dtype=np.float64)
+    rep = frame["rep"].to_numpy()
+    ratio = frame["algorithm"].map({"pull-diag-gt": 0.7, "push-pull": 0.5, "dgd": 0.99, "push-diging": 0.6})
+    zero = frame["algorithm"].map({"pull-diag-gt": 30, "push-pull": 20, "dgd": 10 ** 6, "push-diging": 24})
+    zero = np.where((frame["algorithm"] == "push-diging") & (rep == 1), 10 ** 6, zero)  # (one repetition short)
+    frame["suboptimality"] = np.where(k >= zero, 0.0, 3.0 * ratio.to_numpy() ** k)
+    table = cmp.summary(frame, "suboptimality")
+    paced = table.attrs["paced"]
+    assert [(name, at) for _, name, at, _ in paced] == [("push-pull", 20), ("pull-diag-gt", 30)], paced
+    assert [round(rate, 6) for *_, rate in paced] == [0.5, 0.7]
+    assert table.set_index("algorithm").loc[["push-pull", "pull-diag-gt"], "rank_shared"].all()
+    note = report.rounding_pace(table)
+    assert "push-pull and pull-diag-gt ended at rounding" in note and \
+        "push-pull by round 20 (0.5x), pull-diag-gt by round 30 (0.7x)" in note, note
+    assert note in report.to_markdown(table) and note in cmp.format_summary(table).replace("\n  ", " ")
+    frame.loc[frame["algorithm"] == "pull-diag-gt", "suboptimality"] = \
+        np.where(k >= 10 ** 6, 0.0, 3.0 * 0.7 ** k)[frame["algorithm"] == "pull-diag-gt"]
+    alone = cmp.summary(frame, "suboptimality")  # (one method at rounding: its rank its own, nothing to order)
+    assert alone.attrs["paced"] == [] and report.rounding_pace(alone) == ""

@@ -65,6 +65,40 @@ def _wide_ties(table, section, finals, metric, rank, shared, higher, rounding, t
     return wide
 
 
+def _paced(frame, table, section, finals, metric, rank, higher, rounding):
+    """``[(section, algorithm, round, rate)]``: the ranked methods of each section where two or more ended at its
+    rounding level (``rounding``: ``{section: level}``, as :func:`~.verdict.ranks` reads it; every repetition's final
+    value at or below it), which their final values cannot order (they share a rank): the first record's
+    communication round at which every repetition was at that level, and ``rate`` (:func:`empirical_rate`, the
+    table's column), how fast it got there; ordered by that round, then the rate (a metric that rises: none, where
+    ``higher``). ``rowstoch compare --objective least-squares`` on a ring of 8: EXTRA, DIGing and Push-Pull all end
+    at rounding, tied 1=, EXTRA there by round 108 and DIGing by 276, which the table had not said."""
+    if higher or not len(table):
+        return []
+    groups = [g for g in GROUPS if g in table.columns]
+    paced = []
+    for s in dict.fromkeys(section):
+        level = max((rounding or {}).get(s, 0.0), 1e-300)
+        rows = [i for i in range(len(table)) if section.iloc[i] == s and not _missing(rank.iloc[i])
+                and bool((np.asarray(finals[i][metric], dtype=np.float64) <= level).all())]
+        if len(rows) < 2:
+            continue
+        said = []
+        for i in rows:
+            mine = frame["algorithm"] == table["algorithm"].iloc[i]
+            for g in groups:
+                mine &= frame[g].astype(str) == str(table[g].iloc[i])
+            with np.errstate(invalid="ignore"):
+                worst = frame.loc[mine].groupby("communication_rounds", sort=True)[metric].max()
+            there = worst.index[(worst <= level).to_numpy()]
+            if len(there):
+                said.append((s.replace("|", " / "), str(table["algorithm"].iloc[i]), int(there[0]),
+                             float(table["rate"].iloc[i])))
+        if len(said) >= 2:
+            paced.extend(sorted(said, key=lambda p: (p[2], p[3] if math.isfinite(p[3]) else math.inf)))
+    return paced
+
+
 def require_frame(frame, name, what="the records compare() returns"):
     """``frame`` as a pandas DataFrame, or a TypeError naming ``name`` (it had been an AttributeError on
     ``.columns`` or ``.attrs``)."""
@@ -293,7 +327,8 @@ def summary(frame, metric=None, metrics=(), *, cache=None):
                 v = good[m].to_numpy(dtype=np.float64)
                 v = np.abs(v[np.isfinite(v)])
             scales[m][key] = float(v.max()) if v.size else None
-    wide = []  # (the shared ranks of methods far above one they rank with: report.wide_ties)
+    wide, paced = [], []  # (the shared ranks of methods far above one they rank with: report.wide_ties; the methods
+    # that ended at rounding, and when: report.rounding_pace)
     if len(table):
         ok = (table["status"] == "ok").to_numpy()
         section = table[groups].astype(str).agg("|".join, axis=1) if groups else pd.Series([""] * len(table))
@@ -317,11 +352,12 @@ def summary(frame, metric=None, metrics=(), *, cache=None):
             table[m + "_best"] = (rank == 1).fillna(False).astype(bool) & ~table.index.isin(sorted(undecided))
             if m == metric:
                 table["rank"], table["rank_shared"] = rank, shared
-                wide = _wide_ties(table, section, finals, m, rank, shared,
-                                  higher_is_better(m, getattr(frame, "attrs", {}).get("extra_metrics")),
-                                  {s: converged(m) * (scales[m].get(s) or 0.0) for s in dict.fromkeys(section)},
-                                  told)
+                higher = higher_is_better(m, getattr(frame, "attrs", {}).get("extra_metrics"))
+                levels = {s: converged(m) * (scales[m].get(s) or 0.0) for s in dict.fromkeys(section)}
+                wide = _wide_ties(table, section, finals, m, rank, shared, higher, levels, told)
+                paced = _paced(frame, table, section, finals, m, rank, higher, levels)
     table.attrs["wide_ties"] = wide  # (report.wide_ties' note)
+    table.attrs["paced"] = paced  # (report.rounding_pace's note)
     table.attrs["metric"] = metric
     table.attrs["unmoved"] = unmoved  # (report.unmoved_start's note)
     counts = [np.size(f[metric]) for f in finals]
