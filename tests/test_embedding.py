@@ -71,6 +71,37 @@ def test_the_headers_keep_their_promises_in_an_embedders_build(tmp_path):
     assert out.returncode == 0 and "0 promise(s) broken" in out.stdout, out.stdout + out.stderr
 
 
+EMPTY_BLOCKS = r"""
+#include <cstdint>
+#include <cstdio>
+#include "rowstoch/samples.hpp"
+
+int main() {  // rows and repetitions of d = 0 values: blocks that may be null, as the guide says
+    const std::int64_t idx[6] = {0, 1, 0, 1, 0, 1};
+    rowstoch::take_samples<double, std::int64_t>(nullptr, 3, 2, 0, idx, nullptr);
+    rowstoch::put_samples<double, std::int64_t>(nullptr, 3, 2, 0, idx, nullptr);
+    std::printf("ok\n");
+    return 0;
+}
+"""
+
+
+@pytest.mark.skipif(_compiler() is None, reason="no working C++ compiler here")
+def test_blocks_of_no_values_may_be_null_under_ubsan(tmp_path):
+    """Helper 225: ``take_samples`` / ``put_samples`` of d = 0 values called memcpy with null blocks once per
+    entry (undefined even for 0 bytes; UBSan: "null pointer passed as argument 1"), where the guide allows a block
+    of w = 0 to be null."""
+    source, exe = tmp_path / "empty.cpp", tmp_path / "empty"
+    source.write_text(EMPTY_BLOCKS)
+    flags = ["-fsanitize=undefined", "-fno-sanitize-recover=all"]
+    build = subprocess.run([_compiler(), "-std=c++17", "-O0", *flags, f"-I{rf.get_include()}", str(source), "-o",
+                            str(exe)], capture_output=True, text=True)
+    if build.returncode != 0:
+        pytest.skip(f"this compiler builds no UBSan program here: {build.stderr.strip()[-200:]}")
+    out = subprocess.run([str(exe)], capture_output=True, text=True)
+    assert out.returncode == 0 and out.stdout == "ok\n", out.stdout + out.stderr
+
+
 @pytest.mark.skipif(shutil.which("cmake") is None or _compiler() is None, reason="no cmake or C++ compiler")
 def test_the_cmake_package_builds_the_example(tmp_path):
     """find_package(rowstoch 0.2 CONFIG) with rowstoch_DIR = get_cmake_dir(): the target rowstoch::kernels."""

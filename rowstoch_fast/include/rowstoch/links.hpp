@@ -52,7 +52,9 @@ inline void link_row_chunk(const I Ap[], const I Aj[], const T Ax[], const std::
     T share[K];
     for (int k = 0; k < K; ++k) share[k] = T(0);
     for (I p = begin; p < end; ++p) {
-        const I q = p + kAhead < limit ? p + kAhead : p;  // (the rows of a link ahead, where it has mass)
+        // (the rows of a link ahead, where it has mass; the sum in 64 bits: int32 indices of a CSR with more than
+        // 2^31 - 17 links had overflowed, helper 225)
+        const I q = static_cast<std::int64_t>(p) + kAhead < static_cast<std::int64_t>(limit) ? p + kAhead : p;
         const T* in = b.held[q] ? b.P + static_cast<std::int64_t>(q) * w + c0 : b.X;
         const T* out = (b.held_out[q] | (arrived[q] ^ 1)) ? b.P_out + static_cast<std::int64_t>(q) * w + c0 : b.X;
         __builtin_prefetch(in);

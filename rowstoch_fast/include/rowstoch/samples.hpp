@@ -56,6 +56,7 @@ template <class T, class I>
 inline void take_samples(const T* table, std::int64_t rows, std::int64_t reps, std::int64_t d, const I* idx,
                          T* out) {
     const std::int64_t entries = rows * reps;
+    if (d == 0) return;  // (no values: the blocks may be null, and memcpy of null is undefined even for 0 bytes)
     for_range(entries, threads_for(entries * d), [&](std::int64_t lo, std::int64_t hi) {
         for (std::int64_t e = lo; e < hi; ++e) {
             const std::int64_t i = e / reps, r = e - i * reps;
@@ -71,6 +72,7 @@ template <class T, class I>
 inline void put_samples(T* table, std::int64_t rows, std::int64_t reps, std::int64_t d, const I* idx,
                         const T* values) {
     const std::int64_t entries = rows * reps;
+    if (d == 0) return;  // (no values: the blocks may be null, and memcpy of null is undefined even for 0 bytes)
     for_range(entries, threads_for(entries * d), [&](std::int64_t lo, std::int64_t hi) {
         for (std::int64_t e = lo; e < hi; ++e) {
             const std::int64_t i = e / reps, r = e - i * reps;
