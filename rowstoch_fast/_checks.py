@@ -195,6 +195,26 @@ def check_not_subnormal(value, name, zero_too=False):
                          f"{'0 or ' if zero_too else ''}a value of at least that")
 
 
+#: NumPy's warning for a ragged nested sequence before 1.24 (an object array then; a ValueError since).
+_RAGGED_WARNING = getattr(getattr(np, "exceptions", None), "VisibleDeprecationWarning", None) \
+    or getattr(np, "VisibleDeprecationWarning", Warning)
+
+
+def as_array(value):
+    """``np.asarray(value)``, with a ragged nested sequence (rows of different lengths) a ValueError on every NumPy we
+    support: NumPy 1.22-1.23 made it an object array with a VisibleDeprecationWarning (an error where warnings are,
+    and another message than NumPy 1.24's ValueError: ``.ci/oldest``)."""
+    import warnings
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", _RAGGED_WARNING)
+        try:
+            return np.asarray(value)
+        except _RAGGED_WARNING as exc:
+            raise ValueError(f"setting an array element with a sequence: the array would have an inhomogeneous "
+                             f"shape ({exc})") from None
+
+
 def per_node_values(value, name, n, accept, bounds):
     """A network layer's parameter given one per node (heterogeneous devices): None where ``value`` is one number
     (the caller checks it as before), else ``n`` finite values each passing ``accept`` (a vectorised test, e.g.

@@ -29,8 +29,8 @@ import zipfile
 
 import numpy as np
 
-from ._checks import (bounded_lines, check_int, check_positive_float, check_regular_file, make_rng, require_memory,
-                      require_npz_memory)
+from ._checks import (as_array, bounded_lines, check_int, check_positive_float, check_regular_file, make_rng,
+                      require_memory, require_npz_memory)
 from ._files import DAMAGED, TEXT_ENCODING, is_header, loadtxt_source, open_text
 
 __all__ = ["iid_split", "stratified_split", "dirichlet_split", "label_quantity_split", "shard_split", "split_samples", "SPLITS",
@@ -886,7 +886,7 @@ def _checked_xy(X, y, what):
     arrays = []
     for value, name in ((X, "features"), (y, "labels")):
         try:
-            arrays.append(np.asarray(value))
+            arrays.append(as_array(value))
         except ValueError as exc:  # (rows of different lengths: NumPy's "inhomogeneous shape", helper 204)
             raise ValueError(f"{what}: the {name} must be an array of one shape (every row as long), got "
                              f"{type(value).__name__} ({exc})") from None

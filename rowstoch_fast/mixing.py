@@ -10,9 +10,9 @@ import numpy as np
 import scipy.sparse as sp
 
 from . import _core
-from ._checks import (MAX_ROUNDS, as_float_array, caller_outside, check_bool, check_choice, check_coo_arrays,
-                      check_csr_arrays, check_dtype, check_int, check_out, check_positive_float, fmt_value,
-                      require_memory)
+from ._checks import (MAX_ROUNDS, as_array, as_float_array, caller_outside, check_bool, check_choice,
+                      check_coo_arrays, check_csr_arrays, check_dtype, check_int, check_out, check_positive_float,
+                      fmt_value, require_memory)
 from ._device import device_operations, is_device_array
 from ._hashing import MAX_T
 from .metrics import compute_metrics, perron_vector
@@ -141,7 +141,7 @@ class MixingMatrix:
             csr = sp.csr_array(W, dtype=np.float64, copy=True)
         else:
             try:
-                arr = np.asarray(W)
+                arr = as_array(W)
             except ValueError as exc:  # (a ragged list of rows: NumPy's "inhomogeneous shape" named no argument)
                 try:
                     lengths = sorted({len(row) for row in W})

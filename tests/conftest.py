@@ -40,6 +40,9 @@ def sigint_as_usual():
     import signal
 
     signal.signal(signal.SIGINT, signal.SIG_DFL)
+    if hasattr(signal, "SIGHUP"):  # (likewise a run under nohup, which ignores SIGHUP in every child: the tests
+        # that send a comparison SIGHUP saw it finish with status 0, .ci/oldest started with nohup)
+        signal.signal(signal.SIGHUP, signal.SIG_DFL)
 
 
 if sys.platform == "win32":  # (no preexec_fn there)
@@ -82,6 +85,8 @@ def pytest_configure(config):
         # inherits SIGINT ignored, and Python then keeps it so: the tests that send themselves a SIGINT and wait for
         # its KeyboardInterrupt failed there, three of them in a fresh-clone CI started with `&`; as a terminal's)
         signal.signal(signal.SIGINT, signal.default_int_handler)
+    if getattr(signal, "SIGHUP", None) is not None and signal.getsignal(signal.SIGHUP) is signal.SIG_IGN:
+        signal.signal(signal.SIGHUP, signal.SIG_DFL)  # (nohup's, likewise: the children a test starts inherit it)
 
 
 def pytest_runtest_setup(item):
