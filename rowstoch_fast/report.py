@@ -303,7 +303,7 @@ def save(fig, path, dpi=DPI, format=None):
     # "figure": the figure's own)
     import matplotlib
 
-    with matplotlib.rc_context(SAVE_RC), np.errstate(over="ignore"):  # (matplotlib 3.5's log ticks: figure's)
+    with matplotlib.rc_context(SAVE_RC), np.errstate(over="ignore", invalid="ignore"):  # (matplotlib 3.5: figure)
         if not isinstance(path, (str, os.PathLike)):  # (a file object: as it is)
             _check_pixels(fig, dpi, format or matplotlib.rcParams["savefig.format"])
             fig.savefig(path, dpi=dpi, format=format, **_undated(format))
@@ -558,7 +558,7 @@ def figure(frames, metrics, x="rounds", path=None, formats=("png",), titles=None
     texts = [textwrap.fill(str(t), int(width * 11)) for t in titles] if titles else []  # (bold 10 pt: ~11.6 a
     # character per inch, less the margins)
     lines = max((t.count("\n") + 1 for t in texts), default=0)
-    with np.errstate(over="ignore"):  # (matplotlib 3.5's log ticks of a panel reaching 1e308 overflow 10 ** 309)
+    with np.errstate(over="ignore", invalid="ignore"):  # (matplotlib 3.5: log ticks of a panel at 1e308, inf - inf)
         fig.tight_layout(rect=(0, bottom, 1, 1 - 0.25 * lines / height), h_pad=2.0 + 2.2 * lines)
     for r, text in enumerate(texts):  # above the row's panels (and the metrics' titles), across them
         above = 0.32 if r == 0 else 0.1
