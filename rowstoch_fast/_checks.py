@@ -220,9 +220,13 @@ def per_node_values(value, name, n, accept, bounds):
     (the caller checks it as before), else ``n`` finite values each passing ``accept`` (a vectorised test, e.g.
     ``lambda v: (0 <= v) & (v < 1)``; ``bounds`` says it in words) as a read-only float64 array of shape ``(n,)``.
     A TypeError or ValueError names ``name`` and, for a value out of range, the first node that has one."""
-    if np.ndim(value) == 0:
+    try:
+        arr = as_array(value)
+    except ValueError as exc:  # (a ragged list: NumPy's words named no argument)
+        raise ValueError(f"{name} must be one number or one per node (shape ({n},)), got a ragged sequence "
+                         f"({exc})") from None
+    if arr.ndim == 0:
         return None
-    arr = np.asarray(value)
     if arr.dtype.kind not in "fiu":
         raise TypeError(f"{name} must be a real number or one per node, got dtype {arr.dtype}")
     if arr.shape != (n,):

@@ -682,7 +682,9 @@ def test_per_node_losses_are_the_senders_and_equal_one_number_bit_for_bit():
     for bad, error, match in ((np.full(9, 0.1), ValueError, r"p must be one number or one per node \(shape \(10,\)\)"),
                               (np.r_[np.zeros(9), 1.0], ValueError, r"p\[9\] \(node 9's\) must be in \[0, 1\)"),
                               (np.r_[-0.1, np.zeros(9)], ValueError, r"p\[0\] .* got -0.1"),
-                              (np.array([None] * 10), TypeError, "p must be a real number or one per node")):
+                              (np.array([None] * 10), TypeError, "p must be a real number or one per node"),
+                              ([0.1] * 9 + [[0.1, 0.2]], ValueError,  # (NumPy's "inhomogeneous shape" named no p)
+                               r"p must be one number or one per node \(shape \(10,\)\), got a ragged sequence")):
         with pytest.raises(error, match=match):
             Lossy(A, bad)
     assert Lossy(A, np.r_[np.zeros(9), 1.0], model="gilbert-elliott", p_bad=0.1, p_recover=0.2).per_node
