@@ -418,6 +418,8 @@ def draw(ax, frame, metric, x="rounds"):
         floor = theirs if floor is None else min(floor, max(theirs, floor * 1e-3))
     floor = 1e-16 * top if floor is None else floor
     top = min(top, TOP)  # (a record at 1e308: its margin overflowed, and so did matplotlib's ticks, helper 218)
+    floor = min(floor, top / 10.0)  # (records above TOP: their floor had stayed there, over the top, and the panel
+    # ran upside down, 2.2e307 .. 3e300; matplotlib 3.5 then labelled a tick at inf and raised, .ci/oldest)
     high = top * 3.0
     if linear:  # (the records' range and a tenth of it around)
         bottom = float(values.min()) if values.size else 0.0
@@ -1115,10 +1117,11 @@ def wide_ties(table):
 
 
 def rounding_pace(table):
-    """The note of a table where two methods or more of a section ended at rounding
+    """The note of a table where two methods or more of a section ended at its rounding level
     (``table.attrs["paced"]``: :func:`~rowstoch_fast.compare.tables.summary`'s), else ``""``: their final values
-    cannot order them (they share a rank), so it says how fast each got there, the first record's round at which
-    every repetition was at rounding and the ranked metric's factor per communication round before it (the table's
+    cannot order them (they share a rank), so it says how fast each got there, the round from which every
+    repetition stayed at or below the level (the level named: the figure's "(to rounding)" reads another, 1e-16 of
+    its panel's top, helper 229) and the ranked metric's factor per communication round before it (the table's
     ``rate``), the fastest first."""
     paced = getattr(table, "attrs", {}).get("paced") or []
     if not paced:
@@ -1128,14 +1131,15 @@ def rounding_pace(table):
     parts = []
     for where in dict.fromkeys(p[0] for p in paced):
         mine = [p for p in paced if p[0] == where]
-        each = [f"{name} by round {at}" + (f" ({rate:.3g}x)" if math.isfinite(rate) else "")
-                for _, name, at, rate in mine]
-        parts.append((f"{where}: " if where and several else "") + ", ".join(each))
+        each = ", ".join(f"{name} by round {at}" + (f" ({rate:.3g}x)" if math.isfinite(rate) else "")
+                         for _, name, at, rate, _ in mine)
+        parts.append(f"{where} (at or below {mine[0][4]:.2g}): {each}" if where and several else each)
     names = list(dict.fromkeys(p[1] for p in paced))
     listed = names[0] if len(names) == 1 else f"{', '.join(names[:-1])} and {names[-1]}"
-    return (f"{listed} ended at rounding, where final values cannot order them; how fast they got there "
-            f"(every repetition's {metric} at rounding by that round; in parentheses its factor per communication "
-            "round before, the summary's rate): " + "; ".join(parts) + ".")
+    level = "their section's rounding level" if several else f"{paced[0][4]:.2g}, the ties' rounding level"
+    return (f"{listed} ended at or below {level}, where final values cannot order them; how fast they got there "
+            f"(the round from which every repetition's {metric} stayed there; in parentheses its factor per "
+            "communication round before, the summary's rate): " + "; ".join(parts) + ".")
 
 
 def unmoved_start(table):

@@ -85,8 +85,6 @@ def pytest_configure(config):
         # inherits SIGINT ignored, and Python then keeps it so: the tests that send themselves a SIGINT and wait for
         # its KeyboardInterrupt failed there, three of them in a fresh-clone CI started with `&`; as a terminal's)
         signal.signal(signal.SIGINT, signal.default_int_handler)
-    if getattr(signal, "SIGHUP", None) is not None and signal.getsignal(signal.SIGHUP) is signal.SIG_IGN:
-        signal.signal(signal.SIGHUP, signal.SIG_DFL)  # (nohup's, likewise: the children a test starts inherit it)
 
 
 def pytest_runtest_setup(item):

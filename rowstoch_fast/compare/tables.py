@@ -66,13 +66,17 @@ def _wide_ties(table, section, finals, metric, rank, shared, higher, rounding, t
 
 
 def _paced(frame, table, section, finals, metric, rank, higher, rounding):
-    """``[(section, algorithm, round, rate)]``: the ranked methods of each section where two or more ended at its
-    rounding level (``rounding``: ``{section: level}``, as :func:`~.verdict.ranks` reads it; every repetition's final
-    value at or below it), which their final values cannot order (they share a rank): the first record's
-    communication round at which every repetition was at that level, and ``rate`` (:func:`empirical_rate`, the
-    table's column), how fast it got there; ordered by that round, then the rate (a metric that rises: none, where
-    ``higher``). ``rowstoch compare --objective least-squares`` on a ring of 8: EXTRA, DIGing and Push-Pull all end
-    at rounding, tied 1=, EXTRA there by round 108 and DIGing by 276, which the table had not said."""
+    """``[(section, algorithm, round, rate, level)]``: the ranked methods of each section where two or more ended at
+    its rounding level (``rounding``: ``{section: level}``, as :func:`~.verdict.ranks` reads it; every repetition's
+    final value at or below it), which their final values cannot order (they share a rank): the communication
+    round of the first record from which every repetition stayed at or below that level (not the first to touch
+    it: NIDS at 1.5e-12 at round 143, above 1.9e-12 again at 191, under it for good from 215, helper 229), and
+    ``rate`` (:func:`empirical_rate`, the table's column), how fast it got there; ordered by that round, then by the
+    worst repetition's record just before it (the lower the nearer), then the rate. A method whose every record is
+    at the level (a start already at rounding) got nowhere and is left out (it had read "by round 0"). None for a
+    metric that rises (``higher``). ``rowstoch compare --objective least-squares --rounds-budget 300`` on an
+    undirected ring of 8: EXTRA, DIGing and Push-Pull all end at rounding, tied 1=, EXTRA there by round 72 and
+    DIGing by 156, which the table had not said."""
     if higher or not len(table):
         return []
     groups = [g for g in GROUPS if g in table.columns]
@@ -90,12 +94,16 @@ def _paced(frame, table, section, finals, metric, rank, higher, rounding):
                 mine &= frame[g].astype(str) == str(table[g].iloc[i])
             with np.errstate(invalid="ignore"):
                 worst = frame.loc[mine].groupby("communication_rounds", sort=True)[metric].max()
-            there = worst.index[(worst <= level).to_numpy()]
-            if len(there):
-                said.append((s.replace("|", " / "), str(table["algorithm"].iloc[i]), int(there[0]),
-                             float(table["rate"].iloc[i])))
+            values = worst.to_numpy(dtype=np.float64)
+            above = np.flatnonzero(~(values <= level))  # (NaN: not at the level)
+            if not above.size or above[-1] + 1 >= values.size:  # (never above it, or not below it at the end)
+                continue
+            said.append((s.replace("|", " / "), str(table["algorithm"].iloc[i]), int(worst.index[above[-1] + 1]),
+                         float(table["rate"].iloc[i]), level, float(values[above[-1]])))
         if len(said) >= 2:
-            paced.extend(sorted(said, key=lambda p: (p[2], p[3] if math.isfinite(p[3]) else math.inf)))
+            said.sort(key=lambda p: (p[2], p[5] if math.isfinite(p[5]) else math.inf,
+                                     p[3] if math.isfinite(p[3]) else math.inf))
+            paced.extend(p[:5] for p in said)
     return paced
 
 
