@@ -5287,6 +5287,10 @@ def test_the_empirical_rate_is_the_contraction_per_round_of_the_second_half():
     fast = pd.DataFrame({"communication_rounds": r, "m": np.where(r < 80, 0.6 ** r, np.where(r % 20, 0.0, 1e-17))})
     assert abs(empirical_rate(fast, "m") - 0.6) < 1e-12
     assert np.isnan(empirical_rate(pd.DataFrame({"communication_rounds": [0], "m": [1.0]}), "m"))
+    # at rounding by its third record (NIDS at 0, 23, 47, then rounding at 71): the second half, 47 alone, had
+    # given no rate; the last two records before rounding do (helper 229)
+    early = pd.DataFrame({"communication_rounds": [0, 23, 47, 71, 95], "m": [1.0, 0.7 ** 23, 0.7 ** 47, 0.0, 0.0]})
+    assert abs(empirical_rate(early, "m") - 0.7) < 1e-12
     with pytest.raises(ValueError, match="no column 'grad_norm'"):
         empirical_rate(two, "grad_norm")
 

@@ -163,9 +163,9 @@ def empirical_rate(runs, metric, x="communication_rounds", converged=CONVERGED):
     ``x`` (a contraction factor per communication round: 0.9 means 10% less each round; 1.0 a plateau, above 1
     growth). The records from the first mean at or below ``converged`` (:data:`CONVERGED`, 1e-12, the tuner's; a
     float32 problem's: :func:`~rowstoch_fast.compare.tuning.converged_for`) times the first are left out (a
-    method that reached rounding at round 50 of 200 is fitted on rounds 25 .. 50, not on its floor). NaN where
-    that leaves fewer than two records or a mean that is not positive and finite (a metric that does not fall to 0,
-    a run that diverged).
+    method that reached rounding at round 50 of 200 is fitted on rounds 25 .. 50, not on its floor; where the second
+    half holds one record, on the last two before rounding). NaN where there are fewer than two records or a mean
+    that is not positive and finite (a metric that does not fall to 0, a run that diverged).
 
     Examples
     --------
@@ -190,6 +190,9 @@ def empirical_rate(runs, metric, x="communication_rounds", converged=CONVERGED):
         if floor.size:
             xs, ys = xs[:floor[0]], ys[:floor[0]]
     half = xs >= xs.max() / 2 if xs.size else xs.astype(bool)
+    if half.sum() < 2 <= xs.size:  # (a method at rounding by its third record: its last two before it; the second
+        # half had left one record and no rate, where the rounding note most needs one, helper 229)
+        half = np.arange(xs.size) >= xs.size - 2
     xs, ys = xs[half], ys[half]
     if xs.size < 2 or np.ptp(xs) == 0 or not (np.isfinite(ys).all() and (ys > 0).all()):
         return float("nan")
