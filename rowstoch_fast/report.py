@@ -418,8 +418,9 @@ def draw(ax, frame, metric, x="rounds"):
         floor = theirs if floor is None else min(floor, max(theirs, floor * 1e-3))
     floor = 1e-16 * top if floor is None else floor
     top = min(top, TOP)  # (a record at 1e308: its margin overflowed, and so did matplotlib's ticks, helper 218)
-    floor = min(floor, top / 10.0)  # (records above TOP: their floor had stayed there, over the top, and the panel
-    # ran upside down, 2.2e307 .. 3e300; matplotlib 3.5 then labelled a tick at inf and raised, .ci/oldest)
+    if floor >= top:  # (records above TOP: their floor had stayed there, over the top, and the panel
+        # ran upside down, 2.2e307 .. 3e300; matplotlib 3.5 then labelled a tick at inf and raised, .ci/oldest)
+        floor = top / 10.0
     high = top * 3.0
     if linear:  # (the records' range and a tenth of it around)
         bottom = float(values.min()) if values.size else 0.0
