@@ -417,8 +417,9 @@ def draw(ax, frame, metric, x="rounds"):
         theirs = max(1e-16 * top, float(others.min()) / 3.0)
         floor = theirs if floor is None else min(floor, max(theirs, floor * 1e-3))
     floor = 1e-16 * top if floor is None else floor
-    top = min(top, TOP)  # (a record at 1e308: its margin overflowed, and so did matplotlib's ticks, helper 218)
-    if floor >= top:  # (records above TOP: their floor had stayed there, over the top, and the panel
+    capped, top = top > TOP, min(top, TOP)  # (a record at 1e308: its margin overflowed, and so did matplotlib's
+    # ticks, helper 218)
+    if capped and floor >= top:  # (records above TOP: their floor had stayed there, over the top, and the panel
         # ran upside down, 2.2e307 .. 3e300; matplotlib 3.5 then labelled a tick at inf and raised, .ci/oldest)
         floor = top / 10.0
     high = top * 3.0
