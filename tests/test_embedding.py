@@ -102,6 +102,19 @@ def test_blocks_of_no_values_may_be_null_under_ubsan(tmp_path):
     assert out.returncode == 0 and out.stdout == "ok\n", out.stdout + out.stderr
 
 
+@pytest.mark.skipif(_compiler() is None, reason="no working C++ compiler here")
+def test_every_header_compiles_under_wpedantic_werror(tmp_path):
+    """Helper 225: ``unsigned __int128`` (PCG64's state, the bounded draws) warned under -Wpedantic, so an embedder's
+    -Werror -Wpedantic build could not include numpy_random.hpp or objectives.hpp; ``__extension__`` says it is
+    meant."""
+    headers = sorted(h for h in os.listdir(os.path.join(rf.get_include(), "rowstoch")) if h.endswith(".hpp"))
+    source = tmp_path / "all.cpp"
+    source.write_text("".join(f'#include "rowstoch/{h}"\n' for h in headers) + "int main() { return 0; }\n")
+    out = subprocess.run([_compiler(), "-std=c++17", "-Wall", "-Wpedantic", "-Werror", "-fsyntax-only",
+                          f"-I{rf.get_include()}", str(source)], capture_output=True, text=True)
+    assert out.returncode == 0, out.stderr[-2000:]
+
+
 @pytest.mark.skipif(shutil.which("cmake") is None or _compiler() is None, reason="no cmake or C++ compiler")
 def test_the_cmake_package_builds_the_example(tmp_path):
     """find_package(rowstoch 0.2 CONFIG) with rowstoch_DIR = get_cmake_dir(): the target rowstoch::kernels."""

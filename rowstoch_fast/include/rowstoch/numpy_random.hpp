@@ -46,15 +46,19 @@ inline void seed_sequence_state(const std::uint32_t* words, int count, std::uint
     for (int k = 0; k < 4; ++k) state[k] = std::uint64_t(out[2 * k]) | (std::uint64_t(out[2 * k + 1]) << 32);
 }
 
+// GCC's and Clang's 128-bit integer (`__extension__`: no -Wpedantic warning, so that a -Werror -Wpedantic build
+// includes this header, helper 225). objectives.hpp declares the same name.
+__extension__ typedef unsigned __int128 u128;
+
 // PCG64 as NumPy seeds and steps it: state and increment from a SeedSequence's four words (the high word first).
 struct NumpyPcg64 {
-    unsigned __int128 state, inc;
-    static constexpr unsigned __int128 kMult =
-        (static_cast<unsigned __int128>(2549297995355413924ULL) << 64) + 4865540595714422341ULL;
+    u128 state, inc;
+    static constexpr u128 kMult =
+        (static_cast<u128>(2549297995355413924ULL) << 64) + 4865540595714422341ULL;
 
     explicit NumpyPcg64(const std::uint64_t words[4]) {
-        const unsigned __int128 initstate = (static_cast<unsigned __int128>(words[0]) << 64) + words[1];
-        const unsigned __int128 initseq = (static_cast<unsigned __int128>(words[2]) << 64) + words[3];
+        const u128 initstate = (static_cast<u128>(words[0]) << 64) + words[1];
+        const u128 initseq = (static_cast<u128>(words[2]) << 64) + words[3];
         state = 0;
         inc = (initseq << 1) | 1;
         state = state * kMult + inc;

@@ -24,6 +24,9 @@
 
 namespace rowstoch {
 
+// GCC's and Clang's 128-bit integer, as numpy_random.hpp declares it (`__extension__`: no -Wpedantic warning).
+__extension__ typedef unsigned __int128 u128;
+
 // A small counter-based stream: state = key, next() = mix64(key + k * golden).
 // Small bounds take small draws from a pool of bits, low bits first: 16 bits
 // for bounds up to 2^12 (at most 1/16 of draws rejected), 32 bits up to 2^32;
@@ -60,7 +63,7 @@ struct Stream {
         if (bound <= 0xFFFFFFFFULL) return below_small<32>(bound);
         for (;;) {
             const std::uint64_t x = next();
-            const unsigned __int128 m = static_cast<unsigned __int128>(x) * bound;
+            const u128 m = static_cast<u128>(x) * bound;
             const std::uint64_t lo = static_cast<std::uint64_t>(m);
             if (lo >= bound || lo >= (-bound) % bound) return static_cast<std::uint64_t>(m >> 64);
         }
