@@ -417,6 +417,16 @@ def draw(ax, frame, metric, x="rounds"):
         theirs = max(1e-16 * top, float(others.min()) / 3.0)
         floor = theirs if floor is None else min(floor, max(theirs, floor * 1e-3))
     floor = 1e-16 * top if floor is None else floor
+    if floor >= top and not linear:  # (the ok runs have no record after their start above the other runs' floor, an
+        # ok run at 0 from its first step: the panel had run upside down, 2.3e-4 .. 1.6e-17, helper 230) the calm
+        # other runs' records set the top; with none, the floor is the ok runs' rounding (a diverged run leaves it)
+        calm = frame["status"] != "diverged" if "status" in frame.columns else ~frame["diverged"].astype(bool)
+        theirs = frame.loc[~finished & after & calm, metric].to_numpy(dtype=np.float64)
+        theirs = theirs[np.isfinite(theirs) & (theirs > 0)]
+        if theirs.size:
+            top = max(top, float(theirs.max()))
+        else:
+            floor = 1e-16 * top
     capped, top = top > TOP, min(top, TOP)  # (a record at 1e308: its margin overflowed, and so did matplotlib's
     # ticks, helper 218)
     if capped and floor >= top:  # (records above TOP: their floor had stayed there, over the top, and the panel

@@ -3316,6 +3316,14 @@ def test_a_run_that_did_not_end_ok_is_drawn_where_it_is_below_the_ok_runs(proble
     fig = report.figure([pd.concat([zero, low], ignore_index=True)], ["consensus_error"])  # (the ok run at 0 exactly:
     # the panel is the other's, not 1e-16 of the top)
     assert fig.axes[0].get_ylim()[0] == pytest.approx(level * 1e-2 / 3 / 1.5, rel=1e-9)
+    low_y, high_y = fig.axes[0].get_ylim()  # (and upright: its top had been the ok run's start, 1.6e-17, helper 230)
+    assert high_y >= 3 * low["consensus_error"].max() * (1 - 1e-9) and low_y < high_y
+    plt.close(fig)
+    gone = low.assign(status="diverged", consensus_error=np.where(frame["iteration"] > 0, 1e8, 1e5))
+    fig = report.figure([pd.concat([zero, gone], ignore_index=True)], ["consensus_error"])  # (a diverged run sets
+    # no top: the panel is the ok run's, down to its rounding, and the diverged one leaves it)
+    low_y, high_y = fig.axes[0].get_ylim()
+    assert low_y < high_y == pytest.approx(3 * zero["consensus_error"].max(), rel=1e-9), (low_y, high_y)
     plt.close(fig)
 
 

@@ -95,7 +95,7 @@ def _paced(frame, table, section, finals, metric, rank, higher, rounding):
             with np.errstate(invalid="ignore"):
                 worst = frame.loc[mine].groupby("communication_rounds", sort=True)[metric].max()
             values = worst.to_numpy(dtype=np.float64)
-            above = np.flatnonzero(~(values <= level))  # (NaN: not at the level)
+            above = np.flatnonzero(~(values <= level))  # (NaN in every repetition: not at the level)
             if not above.size or above[-1] + 1 >= values.size:  # (never above it, or not below it at the end)
                 continue
             said.append((s.replace("|", " / "), str(table["algorithm"].iloc[i]), int(worst.index[above[-1] + 1]),
