@@ -366,6 +366,12 @@ def spread_within(mean, spread, lowest, highest):
 TOP = 1e300
 
 
+def _require_cost(frame):
+    """A ValueError with the advice where ``frame`` has no ``cost`` column (x = "cost" reads it)."""
+    if "cost" not in frame.columns:
+        raise ValueError("x = 'cost' needs the records' cost column: report.with_cost(frame, weights) first")
+
+
 def draw(ax, frame, metric, x="rounds"):
     """One line per algorithm of ``frame``: the mean of ``metric`` over repetitions against ``x``, a band of one
     standard deviation (within the repetitions' range: on a log panel the mean minus one standard deviation can
@@ -381,8 +387,7 @@ def draw(ax, frame, metric, x="rounds"):
     check_text(metric, "metric")
     column, label = AXES[check_axis(x)]
     if x == "cost":
-        if column not in frame.columns:
-            raise ValueError("x = 'cost' needs the records' cost column: report.with_cost(frame, weights) first")
+        _require_cost(frame)
         label = frame.attrs.get("cost_label", label)
     ax.set_xlabel(textwrap.fill(label, X_LABEL_WIDTH))  # (a cost's weights ran into the next panel's label)
     ax.set_ylabel(METRIC_LABELS.get(metric, metric))
@@ -427,10 +432,9 @@ def draw(ax, frame, metric, x="rounds"):
             top = max(top, float(theirs.max()))
         else:
             floor = 1e-16 * top
-    capped, top = top > TOP, min(top, TOP)  # (a record at 1e308: its margin overflowed, and so did matplotlib's
-    # ticks, helper 218)
-    if capped and floor >= top:  # (records above TOP: their floor had stayed there, over the top, and the panel
-        # ran upside down, 2.2e307 .. 3e300; matplotlib 3.5 then labelled a tick at inf and raised, .ci/oldest)
+    top = min(top, TOP)  # (a record at 1e308: its margin overflowed, and so did matplotlib's ticks, helper 218)
+    if floor >= top:  # (only the cap can put it there now: records above TOP, whose floor had stayed over the top,
+        # the panel upside down, 2.2e307 .. 3e300; matplotlib 3.5 then labelled a tick at inf and raised, .ci/oldest)
         floor = top / 10.0
     high = top * 3.0
     if linear:  # (the records' range and a tenth of it around)
@@ -541,8 +545,8 @@ def figure(frames, metrics, x="rounds", path=None, formats=("png",), titles=None
             except (TypeError, ValueError):
                 raise TypeError(f"metrics: {m!r} in frames[{k}] holds {frame[m].dtype} values that are not numbers "
                                 f"(e.g. {frame[m].iloc[0]!r:.40})") from None
-        if check_axis(x) == "cost" and "cost" not in frame.columns:  # (the advice, not "no column cost")
-            raise ValueError("x = 'cost' needs the records' cost column: report.with_cost(frame, weights) first")
+        if check_axis(x) == "cost":  # (the advice, not "no column cost")
+            _require_cost(frame)
         check_records(frame, f"frames[{k}]", metrics, ("algorithm", "lr", AXES[x][0]))
     if titles is not None:
         titles = [titles] if isinstance(titles, str) else [str(t) for t in titles]

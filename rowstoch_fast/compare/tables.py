@@ -65,7 +65,7 @@ def _wide_ties(table, section, finals, metric, rank, shared, higher, rounding, t
     return wide
 
 
-def _paced(frame, table, section, finals, metric, rank, higher, rounding):
+def _paced(records, table, section, finals, metric, rank, higher, rounding):
     """``[(section, algorithm, round, rate, level)]``: the ranked methods of each section where two or more ended at
     its rounding level (``rounding``: ``{section: level}``, as :func:`~.verdict.ranks` reads it; every repetition's
     final value at or below it), which their final values cannot order (they share a rank): the communication
@@ -76,10 +76,9 @@ def _paced(frame, table, section, finals, metric, rank, higher, rounding):
     at the level (a start already at rounding) got nowhere and is left out (it had read "by round 0"). None for a
     metric that rises (``higher``). ``rowstoch compare --objective least-squares --rounds-budget 300`` on an
     undirected ring of 8: EXTRA, DIGing and Push-Pull all end at rounding, tied 1=, EXTRA there by round 72 and
-    DIGing by 156, which the table had not said."""
+    DIGing by 156, which the table had not said. ``records``: each row's records (its group of the frame)."""
     if higher or not len(table):
         return []
-    groups = [g for g in GROUPS if g in table.columns]
     paced = []
     for s in dict.fromkeys(section):
         level = max((rounding or {}).get(s, 0.0), 1e-300)
@@ -89,11 +88,8 @@ def _paced(frame, table, section, finals, metric, rank, higher, rounding):
             continue
         said = []
         for i in rows:
-            mine = frame["algorithm"] == table["algorithm"].iloc[i]
-            for g in groups:
-                mine &= frame[g].astype(str) == str(table[g].iloc[i])
             with np.errstate(invalid="ignore"):
-                worst = frame.loc[mine].groupby("communication_rounds", sort=True)[metric].max()
+                worst = records[i].groupby("communication_rounds", sort=True)[metric].max()
             values = worst.to_numpy(dtype=np.float64)
             above = np.flatnonzero(~(values <= level))  # (NaN in every repetition: not at the level)
             if not above.size or above[-1] + 1 >= values.size:  # (never above it, or not below it at the end)
@@ -248,10 +244,11 @@ def summary(frame, metric=None, metrics=(), *, cache=None):
     def converged(m):
         return at_rounding.get(m, at_rounding.get("", CONVERGED)) if isinstance(at_rounding, dict) else at_rounding
 
-    rows, finals = [], []
+    rows, finals, records = [], [], []
     by = [*groups, "algorithm"]
     for key, runs in frame.groupby(by if len(by) > 1 else by[0], sort=False):  # (pandas 1.5 warns on a list of one)
         key = key if isinstance(key, tuple) else (key,)
+        records.append(runs)  # (each row's records: _paced reads them)
         if cache is not None:  # (a method's row for its records as they are: the hash of the columns its row reads
             # most, not the object; every column's hash cost as much as the row)
             read = [c for c in ("iteration", "rep", "lr", "status", "diagnosis", *shown) if c in runs.columns]
@@ -366,7 +363,7 @@ def summary(frame, metric=None, metrics=(), *, cache=None):
                 higher = higher_is_better(m, getattr(frame, "attrs", {}).get("extra_metrics"))
                 levels = {s: converged(m) * (scales[m].get(s) or 0.0) for s in dict.fromkeys(section)}
                 wide = _wide_ties(table, section, finals, m, rank, shared, higher, levels, told)
-                paced = _paced(frame, table, section, finals, m, rank, higher, levels)
+                paced = _paced(records, table, section, finals, m, rank, higher, levels)
     table.attrs["wide_ties"] = wide  # (report.wide_ties' note)
     table.attrs["paced"] = paced  # (report.rounding_pace's note)
     table.attrs["metric"] = metric
