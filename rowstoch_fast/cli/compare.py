@@ -669,19 +669,6 @@ _GROWING = "growing_to"
 _KEEP = object()  # (_update_experiment's growing not given: the note left as it is)
 
 
-def _whole_lines(path):
-    """``path``, or a ValueError where its last line has no end: compare.csv is written whole, each row ending in a
-    newline; one cut mid-row can leave a row that reads as numbers (3602400 cut to 360: helper 214)."""
-    with open(path, "rb") as fh:
-        fh.seek(0, os.SEEK_END)
-        if fh.tell():
-            fh.seek(-1, os.SEEK_END)
-            if fh.read(1) not in (b"\n", b"\r"):
-                raise ValueError("its last row has no line end: it was cut mid-row (remove compare.csv and resume "
-                                 "to run its methods again)")
-    return path
-
-
 def _read_resumed_comparison(args):
     """``--resume DIR``: the settings of the comparison in DIR (its experiment.json) become the options, and its
     records (compare.csv) what is kept; returns its ``{algorithm: settings}``. Settings edited in experiment.json
@@ -689,6 +676,8 @@ def _read_resumed_comparison(args):
     import json
 
     import pandas as pd
+
+    from ..compare.outputs import read_records
 
     folder = args.resume
     if not os.path.isdir(folder):
@@ -710,8 +699,6 @@ def _read_resumed_comparison(args):
         with open(path) as fh:
             return json.load(fh)
 
-    exact = {"float_precision": "round_trip"} if int(pd.__version__.split(".")[0]) < 3 else {}  # (pandas < 3's
-    # default parser reads 4 floats in 10 an ulp off: lr, the records; 3's is exact and deprecates the option)
     saved = read("experiment.json", read_json)
     settings = saved.get("settings") if isinstance(saved, dict) else None
     if not (isinstance(settings, dict) and {"rounds_budget", "repeats"} <= set(settings)):  # (a list had ended in
@@ -720,7 +707,7 @@ def _read_resumed_comparison(args):
                          "rounds_budget and repeats): it is not the --out folder of a comparison")
     algorithms = saved.get("algorithms") or {}
     records = os.path.join(folder, "compare.csv")  # (none yet: killed before any method finished)
-    previous = read("compare.csv", lambda path: pd.read_csv(_whole_lines(path), **exact)) \
+    previous = read("compare.csv", read_records) \
         if os.path.isfile(records) else pd.DataFrame()
     if os.path.isfile(os.path.join(folder, "lr.json")):  # (the kept methods' tuning records: written on with theirs)
         args.previous_tuning = read("lr.json", read_json)

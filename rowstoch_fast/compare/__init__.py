@@ -20,7 +20,7 @@ from ..backends import on_the_root
 from ..runner import warn_if_below_optimum
 from .execute import Outcome, default_jobs, execute, run_method
 from .live import LiveView, text_plot
-from .outputs import FolderLock, json_tuning, plot, write_outputs, write_tables
+from .outputs import FolderLock, json_tuning, plot, read_outputs, write_outputs, write_tables
 from .plan import (MIN_ITERATIONS, TUNE_GRID, Method, Plan, check_rates, default_algorithms, default_metric, identity,
                    make_plan, parse_algorithms)
 from .tables import empirical_rate, format_summary, frame_metric, summary
@@ -33,7 +33,7 @@ __all__ = ["ALGORITHMS", "STATUSES", "TUNE_GRID", "compare", "default_algorithms
            "write_outputs", "NoStableRate", "execute", "default_jobs", "Plan", "Method", "Outcome", "ranks",
            "judge", "run_method", "CONVERGED", "STABILITY_FACTOR", "NO_PROGRESS", "TUNE_POINTS", "TUNE_REPEATS",
            "TUNE_SEED_OFFSET", "UNTUNABLE", "MIN_ITERATIONS", "check_rates", "write_tables", "LiveView", "text_plot",
-           "empirical_rate"]
+           "empirical_rate", "read_outputs"]
 
 #: What ``rowstoch compare`` runs by default: every registered algorithm in listing order, with ``mg-NAME``
 #: (Theorem 3's rounds) beside the methods that list it (:func:`rowstoch_fast.algorithms.labels`; ``compare``

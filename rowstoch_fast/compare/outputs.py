@@ -13,7 +13,7 @@ import re
 import numpy as np
 
 from .._checks import check_text
-from .._files import atomic_write
+from .._files import atomic_write, check_path
 from .._files import process_alive as _alive  # (patched in a test)
 from ..report import FORMATS
 from .tables import GROUPS, check_frame, frame_metric, summary
@@ -349,13 +349,148 @@ def write_tables(frames, folder, metrics=(), caption=None, kept=None, cache=None
     atomic_write(os.path.join(folder, "summary.md"), lambda fh: fh.write(markdown))
     atomic_write(os.path.join(folder, "summary.tex"),
                  lambda fh: fh.write(report.to_latex(shown_table, shown, caption=caption, label=table_label(folder))))
-    rates = {_title(fr): {"metric": metric, "lr": fr.attrs.get("lr", {}), "source": fr.attrs.get("lr_source", {}),
-                          "tuning": json_tuning(fr.attrs.get("tuning", {}))} for fr in frames}
+    rates = {_title(fr): {"metric": metric, "metrics": shown, "lr": fr.attrs.get("lr", {}), "source": fr.attrs.get("lr_source", {}),
+                          "tuning": json_tuning(fr.attrs.get("tuning", {})),
+                          **({"converged": _levels(fr.attrs["converged"])} if "converged" in fr.attrs else {})}
+             for fr in frames}  # (converged: the ranks' rounding levels, which compare.csv cannot keep: read_outputs)
     if kept is not None and len(kept):
         _carry_rates(rates, kept, kept.attrs.get("rates") or {})
     atomic_write(os.path.join(folder, "lr.json"), lambda fh: json.dump(rates, fh, indent=1, default=str))
     write_records(frames + ([kept] if kept is not None and len(kept) else []), folder)
     return ["compare.csv", "summary.csv", "summary.md", "summary.tex", "lr.json"]
+
+
+def whole_lines(path):
+    """``path``, or a ValueError where its last line has no end: compare.csv is written whole, each row ending in a
+    newline; one cut mid-row can leave a row that reads as numbers (3602400 cut to 360: helper 214)."""
+    with open(path, "rb") as fh:
+        fh.seek(0, os.SEEK_END)
+        if fh.tell():
+            fh.seek(-1, os.SEEK_END)
+            if fh.read(1) not in (b"\n", b"\r"):
+                raise ValueError("its last row has no line end: it was cut mid-row (remove compare.csv and resume "
+                                 "to run its methods again)")
+    return path
+
+
+def read_records(path):
+    """compare.csv at ``path`` as it was written: every float to its last bit (pandas < 3's default parser reads 4
+    floats in 10 an ulp off: lr, the records; 3's is exact and deprecates the option); a ValueError where its last
+    row was cut (:func:`whole_lines`)."""
+    import pandas as pd
+
+    exact = {"float_precision": "round_trip"} if int(pd.__version__.split(".")[0]) < 3 else {}
+    return pd.read_csv(whole_lines(path), **exact)
+
+
+def read_outputs(folder):
+    """The frames of the comparison whose outputs ``folder`` holds (``rowstoch compare --out``, or
+    :func:`write_outputs`): one per graph and communication setting, in compare.csv's order, with the ``attrs``
+    of :func:`~rowstoch_fast.compare.compare`'s frame that the files keep. So ``summary(read_outputs(folder)[0])``
+    ranks as summary.csv did, and ``write_outputs(frames, b, metrics=frames[0].attrs["metrics"])`` of
+    ``frames = read_outputs(a)`` writes ``a``'s compare.csv, summary.csv and lr.json again, its summary.md and
+    .tex with the default caption (``caption``: the command line's, summary.md's last paragraph) and its figures
+    with the default titles (``titles``).
+
+    Parameters
+    ----------
+    folder : str or os.PathLike
+        A comparison's folder: compare.csv (the records), lr.json (rates, tuning records and the rounding levels
+        the ranks used) and experiment.json (the settings) where present.
+
+    Returns
+    -------
+    list of pandas.DataFrame
+        compare.csv's rows of each graph / setting (its ``graph`` and ``setting`` columns kept). ``attrs``:
+        ``metric`` (the ranked one), ``metrics`` (the tables' columns, the ranked one first), ``converged`` (the
+        fractions of the start below which a metric is at its rounding: the ties' level), ``lr``, ``lr_source``,
+        ``tuning`` (lr.json's), ``status``, ``diagnosis`` (compare.csv's), ``rounds_budget``, ``repeats``,
+        ``seed`` (experiment.json's) and ``interrupted``.
+
+    Raises
+    ------
+    ValueError
+        ``folder`` is not a folder, holds no compare.csv, or a file in it cannot be read (named).
+
+    Warns
+    -----
+    UserWarning
+        Where lr.json keeps no rounding levels (a folder written before they were kept, or without lr.json): the
+        ranks then use the default level, :data:`~rowstoch_fast.compare.tuning.CONVERGED` of the start, which a
+        float32 problem or a known f* can put elsewhere (the ties at rounding can differ from summary.csv's).
+    """
+    import warnings
+
+    folder = check_path(folder, "folder")
+    if not os.path.isdir(folder):
+        raise ValueError(f"folder {folder!r} is not a folder (a comparison's --out folder)")
+    path = os.path.join(folder, "compare.csv")
+    if not os.path.isfile(path):
+        raise ValueError(f"folder {folder!r} holds no compare.csv: it is not a comparison's folder, or none of its "
+                         "methods finished")
+
+    def read(name, how):
+        try:
+            return how(os.path.join(folder, name))
+        except (OSError, ValueError, KeyError, UnicodeDecodeError) as exc:
+            raise ValueError(f"folder {folder!r}: its {name} cannot be read ({exc})") from None
+
+    def read_json(file):
+        with open(file, encoding="utf-8") as fh:
+            return json.load(fh)
+
+    records = read("compare.csv", read_records)
+    rates = read("lr.json", read_json) if os.path.isfile(os.path.join(folder, "lr.json")) else {}
+    saved = read("experiment.json", read_json) if os.path.isfile(os.path.join(folder, "experiment.json")) else {}
+    if not isinstance(rates, dict) or not isinstance(saved, dict):
+        raise ValueError(f"folder {folder!r}: its {'lr.json' if not isinstance(rates, dict) else 'experiment.json'} "
+                         "is not a comparison's (not a JSON object)")
+    settings = saved.get("settings") if isinstance(saved.get("settings"), dict) else {}
+    if "algorithm" not in records.columns:
+        raise ValueError(f"folder {folder!r}: its compare.csv has no algorithm column: it is not a comparison's")
+    if "diagnosis" in records.columns:  # (none is "", which the CSV reads as NaN)
+        records["diagnosis"] = records["diagnosis"].astype(object).where(records["diagnosis"].notna(), "")
+    present = [g for g in GROUPS if g in records.columns]
+    by = present if len(present) > 1 else present[0] if present else None  # (pandas 1.5 warns on a list of one)
+    parts = [part for _, part in records.groupby(by, sort=False, dropna=False)] if present else [records]
+    frames, unlevelled = [], False
+    for part in parts:
+        part = part.reset_index(drop=True)
+        entry = rates.get(_title(part)) if present else None
+        if entry is None and len(rates) == 1:  # (one graph and setting: its entry, whatever its title)
+            entry = next(iter(rates.values()))
+        entry = entry if isinstance(entry, dict) else {}
+        first = part.groupby("algorithm", sort=False).first()
+
+        def column(name):
+            return {str(label): value for label, value in first[name].items() if (isinstance(value, str) and value)
+                    or (isinstance(value, float) and math.isfinite(value))} if name in first.columns else {}
+
+        part.attrs.update(lr=entry.get("lr") or column("lr"), lr_source=entry.get("source") or column("lr_source"),
+                          tuning={label: tuning_from_json(record)
+                                  for label, record in (entry.get("tuning") or {}).items()},
+                          status=column("status"), diagnosis=column("diagnosis"),
+                          interrupted="interrupted" in set(column("status").values()),
+                          **{key: settings[key] for key in ("rounds_budget", "repeats", "seed") if key in settings})
+        if entry.get("metric"):
+            part.attrs["metric"] = entry["metric"]
+        if isinstance(entry.get("metrics"), list):
+            part.attrs["metrics"] = entry["metrics"]
+        if "converged" in entry:
+            part.attrs["converged"] = entry["converged"]
+        else:
+            unlevelled = True
+        frames.append(part)
+    if unlevelled:
+        warnings.warn(f"folder {folder!r}: its lr.json keeps no rounding levels (written before they were kept, or "
+                      "missing): summary() ranks these records with the default level, 1e-12 of the start, where the "
+                      "comparison's own could differ (the ties at rounding)", UserWarning, stacklevel=2)
+    return frames
+
+
+def _levels(converged):
+    """A frame's ``attrs["converged"]`` (a fraction, or one by metric) as JSON numbers."""
+    return {str(k): float(v) for k, v in converged.items()} if isinstance(converged, dict) else float(converged)
 
 
 def _carry_rates(rates, kept, earlier):
@@ -370,7 +505,8 @@ def _carry_rates(rates, kept, earlier):
         old = earlier.get(title)
         if not old:
             continue
-        entry = rates.setdefault(title, {"metric": old.get("metric"), "lr": {}, "source": {}, "tuning": {}})
+        entry = rates.setdefault(title, {"metric": old.get("metric"), "lr": {}, "source": {}, "tuning": {},
+                                         **({"converged": old["converged"]} if "converged" in old else {})})
         for label in dict.fromkeys(part["algorithm"].astype(str)):
             for key in ("lr", "source", "tuning"):
                 if label in (old.get(key) or {}) and label not in entry[key]:
