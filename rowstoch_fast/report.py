@@ -548,6 +548,7 @@ def figure(frames, metrics, x="rounds", path=None, formats=("png",), titles=None
         if check_axis(x) == "cost":  # (the advice, not "no column cost")
             _require_cost(frame)
         check_records(frame, f"frames[{k}]", metrics, ("algorithm", "lr", AXES[x][0]))
+        check_one_section(frame, f"frames[{k}]")
     if titles is not None:
         titles = [titles] if isinstance(titles, str) else [str(t) for t in titles]
         titles = [check_caption(t, f"titles[{k}]") for k, t in enumerate(titles)]  # (matplotlib's parser's words
@@ -781,6 +782,23 @@ def tuning_figure(tuning, path=None, formats=("png",), dpi=TUNING_DPI, title=Non
 
 #: The columns that tell a table's sections apart (graph, communication setting).
 _GROUPS = ("graph", "setting")
+
+
+def check_one_section(frame, name="frame"):
+    """That ``frame``'s records are of one graph and communication setting (its ``graph`` and ``setting`` columns,
+    where it has them, hold one value each), else a ValueError naming them: a panel draws one line per algorithm,
+    and a compare.csv of three settings read back with pandas had been drawn as their pooled mean (DSGD's line
+    ending at 0.11, the mean of 2.3e-4, 6.2e-3 and 0.33, labelled with the first setting's rate; helper 233)."""
+    present = [g for g in _GROUPS if g in getattr(frame, "columns", ())]
+    if not present:
+        return
+    keys = frame[present].astype(object).fillna("").astype(str).drop_duplicates()
+    if len(keys) > 1:
+        said = [" / ".join(row) for row in keys.itertuples(index=False)]
+        raise ValueError(f"{name} holds the records of {len(said)} sections ({'; '.join(said[:4])}"
+                         f"{'; ...' if len(said) > 4 else ''}): a panel draws one; select one "
+                         f"(frame[frame[{present[-1]!r}] == ...]), or pass one frame per section "
+                         "(compare.read_outputs(folder) reads a comparison's folder so)")
 
 
 def check_records(frame, name, metrics, needed=()):

@@ -7056,6 +7056,21 @@ def test_a_folder_of_several_settings_reads_back_one_frame_each(tmp_path):
     assert [fr.attrs["converged"] for fr in back] == [fr.attrs["converged"] for fr in frames]
     for old, new in zip(frames, back):
         pd.testing.assert_frame_equal(new.reset_index(drop=True), old.reset_index(drop=True), check_dtype=False)
+    # helper 233: the records of both settings in one frame (compare.csv read with pandas) had been written as one
+    # section (the tables' rows without their setting, lr.json one entry) and drawn as their pooled mean
+    pooled = pd.read_csv(tmp_path / "compare.csv")
+    cmp.write_outputs(pooled, tmp_path / "pooled", formats=())
+    assert json.loads((tmp_path / "pooled" / "lr.json").read_text()).keys() == \
+        json.loads((tmp_path / "lr.json").read_text()).keys() == {"exponential / none", "exponential / qsgd:4"}
+    assert "| qsgd:4 |" in (tmp_path / "pooled" / "summary.md").read_text()
+    pytest.importorskip("matplotlib")
+    from rowstoch_fast import report
+
+    for draw in (lambda: cmp.plot(pooled, "grad_norm"), lambda: cmp.text_plot(pooled, "grad_norm"),
+                 lambda: report.figure([pooled], ["grad_norm"])):
+        with pytest.raises(ValueError, match=r"holds the records of 2 sections \(exponential / none; exponential / "
+                                             r"qsgd:4\): a panel draws one"):
+            draw()
 
 
 def test_a_folder_that_cannot_be_read_back_is_named(tmp_path):
@@ -7081,3 +7096,63 @@ def test_a_folder_that_cannot_be_read_back_is_named(tmp_path):
     (tmp_path / "compare.csv").write_text(text[:-5])
     with pytest.raises(ValueError, match="compare.csv cannot be read .*cut mid-row"):
         cmp.read_outputs(tmp_path)
+
+
+def test_file_names_of_labels_are_bounded_and_distinct():
+    """A graph's or setting's label as a file name: unchanged where it is short and its own, else cut and told
+    apart by its hash (helper 233: a 231-character per-node file's path past the file system's 255 bytes; ``@a b.txt``
+    and ``@a_b.txt`` one name)."""
+    from rowstoch_fast.compare.outputs import SLUG_CHARS, slugs
+
+    assert slugs(["ring / loss 0.1", "ring"]) == {"ring / loss 0.1": "ring_loss_0.1", "ring": "ring"}
+    long = "ring / loss @" + "e" * 300 + ".txt"
+    names = slugs(["ring / loss @a b.txt", "ring / loss @a_b.txt", long, long + "x"])
+    assert len(set(names.values())) == 4 and all(len(n) <= SLUG_CHARS + 11 for n in names.values()), names
+    assert names == slugs(list(reversed(list(names))))  # (the same names whatever the order)
+
+
+def test_a_sweep_over_a_per_node_file_at_a_long_path_completes(tmp_path, monkeypatch):
+    """Helper 233: ``--loss @<a 300-character path>,0.1`` ran every method and died writing its tuning figure (or,
+    longer, its checkpoints' folder): ``OSError: File name too long``, exit 1, and on every ``--resume``."""
+    from rowstoch_fast import cli
+
+    folder = tmp_path.joinpath(*["e" * 50] * 4)
+    folder.mkdir(parents=True)
+    losses = folder / ("x" * 60 + ".txt")
+    np.savetxt(losses, np.linspace(0.0, 0.2, 8))
+    monkeypatch.chdir(tmp_path)
+    assert len(os.path.relpath(losses)) > 255
+    out = tmp_path / "out"
+    assert cli.main(["compare", "--topology", "ring", "--n", "8", "--objective", "least-squares", "--algorithms",
+                     "dsgd", "--rounds-budget", "30", "--repeats", "1", "--loss", f"@{os.path.relpath(losses)},0.1",
+                     "--out", str(out), "--jobs", "1", "--format", "png", "--no-progress"]) == 0
+    assert len(list(out.glob("tuning-*.png"))) == 2 and len(list((out / "checkpoints").iterdir())) == 2
+
+
+def test_an_ok_run_that_settled_far_above_its_lowest_level_says_so():
+    """Helper 232: Push-Pull at a given 0.0316 fell from 0.38 to 0.0047 and settled at 0.13 in every repetition,
+    ``ok`` with nothing said (the climb no longer rising is not ``unstable``). Its note says that it went lower on the
+    way; a run that settles near its lowest level, or repetitions too spread to tell a climb, say nothing."""
+    x = np.arange(0, 1501, 60, dtype=np.float64)
+    dip = np.array([0.3799, 0.1217, 0.061, 0.0341, 0.0186, 0.007, 0.0047, 0.0086, 0.012, 0.0296, 0.0393, 0.0488,
+                    0.0704, 0.0817, 0.0816, 0.0954, 0.1071, 0.1048, 0.11, 0.1208, 0.1193, 0.1193, 0.126, 0.1282,
+                    0.1254, 0.1295])  # (the helper's median curve)
+    rng = np.random.default_rng(3)
+
+    def frame(curve, spread=0.05, reps=5):
+        rows = [(k, rep, v * math.exp(rng.normal(0.0, spread)) if k else v) for rep in range(reps)
+                for k, v in zip(x, curve)]
+        return pd.DataFrame(rows, columns=["iteration", "rep", "suboptimality"])
+
+    status, why = verdict.status_of(frame(dip), "suboptimality", {}, lr=0.0316, lr_source="given", iterations=1500)
+    assert status == "ok" and re.fullmatch(r"suboptimality settled \d+(\.\d+)?x above the lowest level it reached "
+                                           r"\(by iteration \d+\): it ends above where it went on the way \(an "
+                                           r"overshoot, or a noise floor that builds up after an early dip\); a "
+                                           r"smaller lr may end lower", why), why
+    assert verdict.status_of(frame(dip), "suboptimality", {}, lr=0.0316, lr_source="tuned",
+                             iterations=1500)[1].endswith("early dip)")
+    near = np.r_[0.38, np.maximum(0.38 * np.exp(-x[1:] / 100.0), 0.02)]
+    assert verdict.status_of(frame(near), "suboptimality", {}, lr=0.01, lr_source="given",
+                             iterations=1500) == ("ok", "")
+    assert verdict.status_of(frame(dip, spread=1.2), "suboptimality", {}, lr=0.0316, lr_source="given",
+                             iterations=1500)[1] == ""  # (a noise floor's spread: the tenfold, not met)

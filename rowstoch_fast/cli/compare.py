@@ -156,7 +156,7 @@ def _compare(args):
 
     from .. import compare as cmp
     from ..compare.live import CLI_SHARE, CLI_TEXT_EVERY, LiveView
-    from ..compare.outputs import ComparisonFolder, FolderInUse
+    from ..compare.outputs import ComparisonFolder, FolderInUse, slugs
     from ..runner import BELOW_OPTIMUM_WORDS, check_takes
 
     args.before_mpi = True  # (a refusal here, on one rank of an MPI launch, aborts it: the others are in MPI_Init)
@@ -328,6 +328,8 @@ def _compare(args):
         frames, interrupted, warned = [], False, set()
         rows_cache = {}  # (each finished method's summary row, computed once: the tables are rewritten after each
         # method, and ranking them all again from their records cost the default comparison 2.6 s of 4.4)
+        places = slugs([gname + (f", {sname}" if sname else "") for gname, sname, *_ in problems])  # (their
+        # checkpoints' folders)
         for gname, sname, ns, A, specs, lr, f, sources, hyper, chosen in problems:
             where = gname + (f", {sname}" if sname else "")
             say(f"{where} (n = {A.n}, {network_options.words(ns)}): {_counted(len(specs), 'algorithm')}, "
@@ -358,7 +360,7 @@ def _compare(args):
                                             seed=args.seed, tracker=args.tracker, backend=args.backend,
                                             mg_rounds=args.mg_rounds, progress=progress, metric=metric,
                                             metrics=metrics, lr_source=sources or None, hyper=hyper or None,
-                                            checkpoint_dir=os.path.join(args.out, "checkpoints", _slug(where)),
+                                            checkpoint_dir=os.path.join(args.out, "checkpoints", places[where]),
                                             previous=_previous_of(args, gname, sname if several else None),
                                             jobs=jobs, on_result=write_so_far,
                                             log=lambda line: say("  " + line, flush=True))
@@ -469,9 +471,6 @@ def _check_file_hyper(path, label, cls, rounds, values, tracker, nodes):
     except (ValueError, TypeError) as exc:
         raise UsageError(f"{path}: [algorithms.{label}] {exc}") from None
 
-
-def _slug(text):
-    return re.sub(r"[^A-Za-z0-9._+-]+", "_", text)
 
 
 def _not_reached(args, frames):

@@ -37,7 +37,7 @@ import time
 import numpy as np
 
 from .._checks import check_bool, check_text
-from ..report import AXES, check_axis
+from ..report import AXES, check_axis, check_one_section
 from ..user_metrics import linear_scale
 from .tables import require_frame
 
@@ -81,6 +81,7 @@ def text_plot(frame, metric, x="communication_rounds", width=60, height=12):
     require_frame(frame, "frame")
     check_text(metric, "metric")
     check_text(x, "x")
+    check_one_section(frame)
     column = AXES[x][0] if x in AXES else x
     for name in (column, metric, "algorithm"):
         if name not in frame.columns:

@@ -238,6 +238,28 @@ class ComparisonFolder(FolderLock):
                 os.rmdir(root)  # (only where empty)
 
 
+#: The most characters of a graph's or setting's label a file name keeps (:func:`slugs`): a file system takes 255
+#: bytes a name.
+SLUG_CHARS = 100
+
+
+def slugs(labels):
+    """``{label: file name}`` of a comparison's graphs and settings (its figures', its checkpoints' folders): each
+    character but ``A-Za-z0-9._+-`` a ``_``; where that is longer than :data:`SLUG_CHARS`, or the same for two of
+    ``labels``, its first :data:`SLUG_CHARS` characters and 10 hex digits of the label's SHA-256. Helper 233: a
+    per-node loss file at a 231-character path made a name past 255 bytes (``OSError: File name too long`` when
+    the figures were written, after every method had run, and on every resume), and ``@a b.txt`` and ``@a_b.txt``
+    shared one tuning figure and one folder of checkpoints."""
+    import hashlib
+    from collections import Counter
+
+    plain = {label: re.sub(r"[^A-Za-z0-9._+-]+", "_", label) for label in labels}
+    seen = Counter(plain.values())
+    return {label: name if len(name) <= SLUG_CHARS and seen[name] == 1 else
+            name[:SLUG_CHARS] + "-" + hashlib.sha256(label.encode("utf-8", "surrogatepass")).hexdigest()[:10]
+            for label, name in plain.items()}
+
+
 def _figure_name(name):
     """Whether ``name`` is one of a comparison's figures: ``compare``, ``tuning``, ``tuning-SLUG`` (a graph's or a
     setting's) or ``live``, in one of :data:`~rowstoch_fast.report.FORMATS`."""
@@ -262,13 +284,26 @@ def _frame_list(frames):
     indexed as a list: ``KeyError: 0``)."""
     import pandas as pd
 
-    if isinstance(frames, pd.DataFrame):
-        return [frames]
-    listed = list(frames) if isinstance(frames, (list, tuple)) else None
+    listed = [frames] if isinstance(frames, pd.DataFrame) else list(frames) if isinstance(frames, (list, tuple)) \
+        else None
     if not listed or not all(isinstance(fr, pd.DataFrame) for fr in listed):
         raise TypeError(f"frames must be a DataFrame of compare() or a non-empty list of them, got "
                         f"{type(frames).__name__}" + (" (empty)" if listed == [] else ""))
-    return listed
+    return [part for fr in listed for part in _sections(fr)]
+
+
+def _sections(frame):
+    """``frame`` as one frame per graph and setting it holds (in order), each with its ``attrs`` (a compare.csv of
+    three settings read back with pandas had been written as one section: its tables' rows three "dsgd" lines
+    without their setting, lr.json one entry, the figure their pooled mean; helper 233)."""
+    present = [g for g in GROUPS if g in frame.columns]
+    if not present or len(frame[present].astype(object).fillna("").astype(str).drop_duplicates()) <= 1:
+        return [frame]
+    by = present if len(present) > 1 else present[0]  # (pandas 1.5 warns on a list of one)
+    parts = [part.copy() for _, part in frame.groupby(by, sort=False, dropna=False)]
+    for part in parts:
+        part.attrs = dict(frame.attrs)
+    return parts
 
 
 def write_outputs(frames, folder, metrics=(), x="rounds", formats=("png",), caption=None, titles=None, kept=None):
@@ -295,9 +330,10 @@ def write_outputs(frames, folder, metrics=(), x="rounds", formats=("png",), capt
                                 titles=titles)
             plt.close(fig)
             written += [f"compare.{fmt}" for fmt in formats]
+            names = slugs([_title(fr) for fr in frames])
             for fr, title in zip(frames, titles):
                 if fr.attrs.get("tuning"):
-                    name = "tuning" if len(frames) == 1 else "tuning-" + re.sub(r"[^A-Za-z0-9._+-]+", "_", _title(fr))
+                    name = "tuning" if len(frames) == 1 else "tuning-" + names[_title(fr)]
                     plt.close(report.tuning_figure(fr.attrs["tuning"], path=os.path.join(folder, name),
                                                    title=str(title)))
                     written.append(name + ".png")
@@ -562,6 +598,7 @@ def plot(frame, metric=None, ax=None, title=None, path=None, x="rounds"):
     metric = check_text(metric, "metric", allow_none=True) or frame_metric(frame)
     check_text(title, "title", allow_none=True)
     check_frame(frame, [metric])
+    report.check_one_section(frame)
     report.check_axis(x)
     with report.axes_for(ax, (6.4, 4.2), path) as ax:
         report.draw(ax, frame, metric, x)

@@ -447,6 +447,7 @@ def status_of(frame, metric, meta, *, lr, lr_source, iterations, tuning=None, co
                  + (_stranded_hint(context, diagnosis, frame, metric) if grew else ""))
         return status, diagnosis + _effects_note(context, said=diagnosis + hints) + hints
     notes = [note for note in (_near_the_bar(frame, metric, start, end),
+                               _settled_above(frame, metric, start, context.get("converged", CONVERGED), lr_source),
                                _growing(frame, context.get("spread_floor", 0.0))) if note]
     return "ok", "; ".join(notes)
 
@@ -499,6 +500,42 @@ def _near_the_bar(frame, metric, start, end):
                     f"below which a run made progress: over other draws it may read no-progress (more "
                     f"repetitions, --repeats, tell)")
     return f"{said}, near the bar of {NO_PROGRESS:g}x below which a run made progress"
+
+
+#: The least climb back off its lowest level that the note of an ``ok`` run says (:func:`_settled_above`).
+SETTLED_SAID = 5.0
+
+
+def _settled_above(frame, metric, start, converged=CONVERGED, lr_source=None):
+    """The note of an ``ok`` run whose typical curve (:func:`~rowstoch_fast.compare.tuning.typical_curve`) ended
+    :data:`SETTLED_SAID` times or more above its lowest level (:func:`~rowstoch_fast.compare.tuning.off_its_minimum`:
+    levels over stretches of records, from its rounding up), past the climb its repetitions' spread allows
+    (:func:`climb_factor`), and settled there (a climb still rising is ``unstable``: :func:`_climbing`); else "".
+    Helper 232: Push-Pull and ABm at a given 0.0316 on two directed 16-cycles fell from 0.38 to 0.0047 and settled
+    at 0.13 (9.5x their lowest stretch), ``ok`` with nothing said, where the tuner had rejected the rate. The level
+    it ends at is the ranked one; the note says that it went lower on the way (an overshoot, or a noise floor that
+    builds up after an early dip)."""
+    if not (math.isfinite(start) and start > 0):
+        return ""
+    curves = _curves(frame, metric)
+    if len(curves) < 4:
+        return ""
+    x = curves.index.to_numpy(np.float64)
+    floor = max(converged * start, 1e-300)
+    with np.errstate(invalid="ignore"):
+        runs = np.maximum(curves.to_numpy(np.float64), floor)
+    if not np.isfinite(runs).all():
+        return ""
+    off = off_its_minimum(x[1:], typical_curve(runs)[1:], SETTLED_SAID)
+    if off is None:
+        return ""
+    first = max(1, int(np.searchsorted(x, off[1])) - int(_tail(x).sum()) + 1)  # (climbed_back's lowest stretch)
+    if runs.shape[1] > 1 and not np.allclose(runs, runs[:, :1], rtol=1e-9, atol=0.0) and \
+            off[0] <= climb_factor(runs[first:], floor):
+        return ""
+    return (f"{metric} settled {off[0]:.3g}x above the lowest level it reached (by iteration {off[1]}): it ends "
+            "above where it went on the way (an overshoot, or a noise floor that builds up after an early dip)"
+            + ("; a smaller lr may end lower" if lr_source == "given" else ""))
 
 
 #: The least growth of an ``ok`` run's consensus error on a straight line in its logarithm that its note says
