@@ -1070,11 +1070,20 @@ def identical_runs(table):
     give as well (the caption's "the repetitions tell better" is no statistics there)."""
     if "final_std" not in table.columns:
         return ""
-    std = table.loc[table["status"] == "ok", "final_std"].to_numpy(dtype=np.float64)
-    if not std.size or not (std == 0).all():
+    ok = table[table["status"] == "ok"]
+    groups = [g for g in _GROUPS if g in table.columns]
+    parts = [("", ok)] if not groups else ok.groupby(groups if len(groups) > 1 else groups[0], sort=False)
+    sections = [(key, part["final_std"].to_numpy(dtype=np.float64)) for key, part in parts if len(part)]
+    equal = [" / ".join(map(str, key)) if isinstance(key, tuple) else str(key)
+             for key, std in sections if (std == 0).all()]
+    said = f"the ranks order the final values themselves, a ratio below {TIE_MARGIN:g} tied."
+    if not equal:
         return ""
-    return ("Every run's repetitions ended equal (nothing in this problem or network is drawn): the ranks order the "
-            f"final values themselves, a ratio below {TIE_MARGIN:g} tied.")
+    if len(equal) == len(sections):
+        return f"Every run's repetitions ended equal (nothing in this problem or network is drawn): {said}"
+    return (f"In {', '.join(equal)}, every run's repetitions ended equal (nothing there is drawn): there {said}")  # (a
+    # table of drawn and undrawn settings, none,qsgd:4,topk:2: the terminal's sections said it, summary.md and .tex
+    # did not; helper 233)
 
 
 #: A run that used less than this share of the communication rounds of the run of its section that used the most

@@ -7156,3 +7156,19 @@ def test_an_ok_run_that_settled_far_above_its_lowest_level_says_so():
                              iterations=1500) == ("ok", "")
     assert verdict.status_of(frame(dip, spread=1.2), "suboptimality", {}, lr=0.0316, lr_source="given",
                              iterations=1500)[1] == ""  # (a noise floor's spread: the tenfold, not met)
+
+
+def test_repetitions_that_ended_equal_in_some_sections_are_said_of_those():
+    """Helper 233: a table of drawn and undrawn settings (none, qsgd:4, topk:2): the terminal's sections said that
+    the repetitions of none and topk:2 ended equal, summary.md and .tex (one table) said nothing."""
+    from rowstoch_fast import report
+
+    table = pd.DataFrame({"graph": "ring", "setting": ["none", "none", "qsgd:4", "qsgd:4", "topk:2"],
+                          "algorithm": ["dsgd", "sgp"] * 2 + ["dsgd"], "status": "ok",
+                          "final_std": [0.0, 0.0, 1e-3, 2e-3, 0.0]})
+    note = report.identical_runs(table)
+    assert note.startswith("In ring / none, ring / topk:2, every run's repetitions ended equal (nothing there is "
+                           "drawn)"), note
+    assert note in report.table_notes(table, [])
+    assert report.identical_runs(table[table["setting"] != "qsgd:4"]).startswith("Every run's repetitions ended equal")
+    assert report.identical_runs(table[table["setting"] == "qsgd:4"]) == ""
