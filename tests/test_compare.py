@@ -5666,6 +5666,44 @@ def test_a_resume_over_several_settings_announces_what_each_one_tunes(tmp_path, 
     assert set(pd.read_csv(out / "compare.csv").query("setting == @second")["algorithm"]) == {"dsgd", "push-pull"}
 
 
+def test_a_sweep_says_which_default_methods_each_setting_leaves_out(tmp_path):
+    """Without --algorithms each setting of a sweep runs the default methods that run there: on the directed ring
+    the methods of a doubly stochastic W (dgd, diging, ...) run at loss 0 and not over losses, and the lossy
+    section had simply lacked them (26 methods, then 17), nothing said (helper 233). A note per setting names
+    them and why, and the caption says it too."""
+    out = tmp_path / "s"
+    rc, stdout, err = rowstoch_here("compare", "--topology", "ring", "--n", "8", "--objective", "quadratic", "--d",
+                                    "3", "--rounds-budget", "30", "--repeats", "1", "--mg-rounds", "2", "--lr",
+                                    "0.05", "--loss", "0,0.1", "--format", "none", "--no-progress", "--out", str(out))
+    assert rc == 0, err
+    lossy = set(pd.read_csv(out / "summary.csv").query("setting == 'loss 0.1'")["algorithm"])
+    notes = [line for line in err.splitlines() if line.startswith("rowstoch: note: loss 0.1: ")]
+    assert len(notes) == 1 and "loss 0:" not in err, err  # (one line, for the setting that leaves methods out)
+    assert re.search(r"note: loss 0\.1: \d+ of the \d+ default methods left out \(they run only on a doubly "
+                     r"stochastic W, or losses or sleep over a symmetric one, and this network is neither\): dgd, ",
+                     notes[0]), notes[0]
+    named = notes[0].split("): ")[-1].split(", ")
+    assert {"dgd", "diging"} <= set(named) and not set(named) & lossy  # (exactly those the section lacks)
+    assert "Loss 0.1: " + notes[0].split("loss 0.1: ", 1)[1] in " ".join((out / "summary.md").read_text().split())
+    assert "default methods left out" in (out / "summary.tex").read_text()
+
+
+def test_a_method_one_setting_of_a_sweep_refuses_is_refused_naming_that_setting(tmp_path):
+    """`--algorithms dsgd,dgd --loss 0,0.1` on the directed ring: dgd runs at loss 0 and not over losses; the
+    refusal named no setting and advised `--undirected --weights metropolis` (helper 233). It names the setting
+    and the ones that run it, and says what to drop; refused in every setting, the refusal for the network as a
+    whole stands."""
+    args = ["compare", "--topology", "ring", "--n", "8", "--objective", "quadratic", "--d", "3", "--algorithms",
+            "dsgd,dgd", "--rounds-budget", "30", "--repeats", "1", "--format", "none", "--out", str(tmp_path / "o")]
+    rc, _, err = rowstoch_here(*args, "--loss", "0,0.1")
+    assert_one_line_error(rc, err, "--algorithms: 'dgd' does not run in the setting loss 0.1 (it runs only on a "
+                          "doubly stochastic W", "), only in loss 0: each method asked for runs in every setting; "
+                          "drop it from --algorithms")
+    assert "--undirected" not in err and not (tmp_path / "o").exists()
+    rc, _, err = rowstoch_here(*args, "--loss", "0.1,0.2")
+    assert_one_line_error(rc, err, "'dgd' runs on an undirected network's doubly stochastic W", "--undirected")
+
+
 def test_the_tables_say_what_a_rank_and_its_tie_mark_mean(tmp_path, capsys):
     """A reviewer's trial (helper 110): FROST 3= at 3.92e-3 +- 4.9e-4 below Push-DIGing 2= at 4.52e-3 +- 1.6e-3,
     no other method 3, and the footnote said "= shares its rank" (the rank is 1 + the methods told better: the

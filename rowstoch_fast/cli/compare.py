@@ -233,7 +233,7 @@ def _compare(args):
             raise UsageError(f"unknown topology {name!r}{did_you_mean(name, TOPOLOGIES + PAPER_GRAPHS)}; choose from "
                              f"{', '.join(TOPOLOGIES + PAPER_GRAPHS)}")
     # every graph, setting, objective, algorithm and rate is checked before anything runs or is written
-    problems, args.graph_words = [], {}
+    problems, args.graph_words, args.left_out = [], {}, {}
     try:
         for gname in [file_label(args.matrix)] if args.matrix else topologies:
             args.topology = gname
@@ -241,8 +241,9 @@ def _compare(args):
             args.graph_words[gname] = _graph_words(args, gname, base)
             _check_objective_size(args, base.n)
             f = on_every_rank(args, _objective_from_args, args, base.n)
-            for sname, ns in settings:
-                A = network_options.build(base, ns)
+            built = [(sname, ns, network_options.build(base, ns)) for sname, ns in settings]
+            _methods_apart(args, gname, f, built)
+            for sname, ns, A in built:
                 _check_resumed_data(args, gname + (f" / {sname}" if sname else ""), A, f)
                 chosen = args.algorithms or ",".join(cmp.default_algorithms(A, f))  # (default: what runs on A, f)
                 specs = cmp.parse_algorithms(chosen, A, args.mg_rounds)
@@ -321,8 +322,11 @@ def _compare(args):
             # first row goes on with it, where it was forgotten; --repeats may still change it, a note and not the
             # settings, and --repeats at the settings' count removes it: helper 173)
             _update_experiment(args.out, growing=args.repeats if args.repeats != args.saved_repeats else None)
+        for words in _left_out_words(args, problems) if root else ():  # (before the runs: which settings lack what)
+            print(f"rowstoch: note: {words}", file=sys.stderr)
         if tuned:
-            say(f"tuning the learning rate of {', '.join(tuned)} (no --lr for {'it' if len(tuned) == 1 else 'them'}): "
+            say(f"tuning the learning rate of {', '.join(tuned)} (no --lr for {'it' if len(tuned) == 1 else 'them'}"
+                f"{'; each in the settings that run it' if args.left_out else ''}): "
                 f"every rate of {cmp.TUNE_GRID[0]:g} .. {cmp.TUNE_GRID[-1]:g} over the whole budget in one batched "
                 f"run, then refined, on {metric}; --lr NAME=VALUE fixes one", flush=True)
         frames, interrupted, warned = [], False, set()
@@ -435,6 +439,55 @@ def _beside(out):
     return [f"{name} ({what})" for name, what in (("experiment.json", "the settings"),
                                                   ("checkpoints/", "the runs' states, for --resume"))
             if os.path.exists(os.path.join(out, name))]
+
+
+def _methods_apart(args, gname, f, built):
+    """The methods that some settings of a sweep run and others do not, on the graph ``gname`` (``built``:
+    ``[(setting, its args, its network)]``). Asked for (--algorithms): every one runs in every setting, and one
+    that a setting refuses and another runs is refused naming that setting (the refusal for the network as a whole
+    had advised ``--undirected --weights metropolis`` for dgd on the directed ring, which runs it at loss 0). Not
+    asked for: the default methods each setting leaves out, by reason, into ``args.left_out[gname, setting]`` (said
+    on the terminal and in the caption: the sections of a sweep had differed silently, 26 methods at loss 0 and 17
+    at loss 0.1, helper 233)."""
+    from ..algorithms import labels as listed
+    from ..compare.plan import default_algorithms, not_running
+
+    if len(built) < 2:
+        return
+    if args.algorithms:
+        said = []
+        for label in dict.fromkeys(s.strip() for s in args.algorithms.split(",") if s.strip()):
+            refused = [(sname, why) for sname, _, A in built for why in not_running([label], A)]
+            if refused and len(refused) < len(built):  # (refused everywhere: parse_algorithms's refusal, its
+                # advice for another network)
+                runs = [sname for sname, _, _ in built if sname not in dict(refused)]
+                said.append(f"{label!r} does not run in the setting{'s' if len(refused) > 1 else ''} "
+                            f"{', '.join(sname for sname, _ in refused)} ({refused[0][1]}), only in {', '.join(runs)}")
+        if said:
+            raise UsageError("--algorithms: " + "; ".join(said) + ": each method asked for runs in every setting; "
+                             "drop it from --algorithms (without --algorithms each setting runs the default methods "
+                             "that run there), or the settings that refuse it from the sweep")
+        return
+    defaults = {sname: default_algorithms(A, f) for sname, _, A in built}
+    every = [label for label in listed() if any(label in labels for labels in defaults.values())]
+    for sname, _, A in built:
+        lacking = [label for label in every if label not in defaults[sname]]
+        if lacking:
+            args.left_out[gname, sname] = (len(every), not_running(lacking, A))
+
+
+def _left_out_words(args, problems):
+    """One line per setting of ``problems`` that leaves default methods out (:func:`_methods_apart`): how many of
+    the default methods of its graph, why, and which."""
+    graphs = {gname for gname, *_ in problems}
+    lines = []
+    for (gname, sname), (total, reasons) in getattr(args, "left_out", {}).items():
+        where = f"{gname}, {sname}" if len(graphs) > 1 else sname
+        head = f"{where}: {sum(map(len, reasons.values()))} of the {total} default methods left out"
+        lines.append(f"{head} ({next(iter(reasons))}): {', '.join(next(iter(reasons.values())))}"
+                     if len(reasons) == 1 else
+                     head + ": " + "; ".join(f"{', '.join(labels)} ({why})" for why, labels in reasons.items()))
+    return lines
 
 
 def _counted(count, noun):
@@ -935,7 +988,9 @@ def _caption(args, problems):
             # API's default caption; a table of one method and one repetition had read "every rank is shared")
             + (" R: gossip rounds per iteration (a multi-round method's several)."  # (helper 158 read it as the
                if any(label.startswith("mg-") for p in problems for label, *_ in p[4]) else "")  # repetitions)
-            + (_own_draws(problems) if args.repeats > 1 else ""))
+            + (_own_draws(problems) if args.repeats > 1 else "")
+            + "".join(f" {words[0].upper()}{words[1:]}." for words in _left_out_words(args, problems)))  # (a
+    # sweep's sections of different methods said where they are read: helper 233)
 
 
 def _unfinished(frames, kept, problems):

@@ -30,8 +30,8 @@ from .._metric_names import METRICS
 from ..runner import Algorithm, check_shown_metrics, check_takes, round_schedule, warn_network_ignored
 from ..objectives import batch_of, optimum_of
 
-__all__ = ["Method", "Plan", "make_plan", "default_algorithms", "parse_algorithms", "default_metric", "TUNE_GRID",
-           "MIN_ITERATIONS", "check_shown_metrics"]
+__all__ = ["Method", "Plan", "make_plan", "default_algorithms", "parse_algorithms", "not_running", "default_metric",
+           "TUNE_GRID", "MIN_ITERATIONS", "check_shown_metrics"]
 
 #: The learning rates the tuner tries first: 1e-4 .. 10 in steps of sqrt(10) (methods that track the sum of the
 #: gradients, the Pull-Diag family, run at about 1/n of the rate of those that track their average); it then
@@ -94,6 +94,45 @@ def default_algorithms(A, objective=None):
     return chosen
 
 
+def _refusal(cls, A):
+    """Why the algorithm ``cls`` does not run on ``A``, as a key its refusals are grouped by, or None where it
+    runs: ``("unfit", why)`` where ``A``'s layers refuse it (losses or delays it cannot take, said why), ``"W"``
+    where ``A``'s weights are not a ``W`` it takes (the weights, not the messages), else the first sentence of its
+    ``applies_to``'s docstring."""
+    if cls.applies_to(A):
+        return None
+    unfit = cls._unfit(A) if "W" in cls.matrices else ""
+    if unfit:
+        return ("unfit", unfit)
+    if "W" in cls.matrices and not cls.applies_to(weights_of(A)):
+        return "W"
+    return " ".join((cls.applies_to.__doc__ or "").split()).split(". ")[0].rstrip(".")
+
+
+def not_running(labels, A):
+    """The methods among ``labels`` (registry names, ``mg-`` forms) that do not run on ``A``, by reason:
+    ``{why: [label, ...]}``, ``why`` in words without advice (the advice depends on what the caller can change).
+    ``rowstoch compare`` says with it which default methods each setting of a sweep leaves out, and which setting
+    refuses a method asked for: a sweep's sections had differed silently, and a refusal in one setting had named
+    neither the setting nor a fitting remedy (helper 233). A name not in the registry is left to
+    :func:`parse_algorithms` to refuse."""
+    refused = {}
+    for label in labels:
+        cls = REGISTRY.get(method_of(label))
+        reason = None if cls is None else _refusal(cls, A)
+        if reason is not None:
+            refused.setdefault(reason, []).append(label)
+    said = {}
+    for reason, group in refused.items():
+        they = "it runs" if len(group) == 1 else "they run"
+        words = (f"{they} only on a doubly stochastic W, or losses or sleep over a symmetric one, and this network "
+                 "is neither" if reason == "W" else
+                 reason[1].split(": ")[0] if isinstance(reason, tuple) else  # (the layer's reason, not its advice)
+                 f"{'it takes' if len(group) == 1 else 'they take'}: {reason}")
+        said.setdefault(words, []).extend(group)
+    return said
+
+
 def parse_algorithms(names, A, mg_rounds=None):
     """``[(label, method, rounds)]`` for algorithm names: a registry name, or ``"mg-" + name`` for a
     multi-round method with ``mg_rounds`` rounds (default: Theorem 3's ``A.metrics().recommended_rounds()``)."""
@@ -127,14 +166,9 @@ def parse_algorithms(names, A, mg_rounds=None):
         if label in seen:
             raise ValueError(f"algorithms: {label!r} is listed twice")
         seen.add(label)
-        cls = REGISTRY[method]
-        if not cls.applies_to(A):  # (every such method named at once, by reason: helper 158 met them one try at a
+        reason = _refusal(REGISTRY[method], A)
+        if reason is not None:  # (every such method named at once, by reason: helper 158 met them one try at a
             # time)
-            unfit = cls._unfit(A) if "W" in cls.matrices else ""  # (losses or delays it cannot take: said why)
-            undirected = not unfit and "W" in cls.matrices and not cls.applies_to(weights_of(A))  # (the weights, not
-            # the messages)
-            reason = ("unfit", unfit) if unfit else "W" if undirected else \
-                " ".join((cls.applies_to.__doc__ or "").split()).split(". ")[0].rstrip(".")
             refused.setdefault(reason, []).append(label)
             continue
         out.append((label, method, int(rounds)))
