@@ -274,7 +274,13 @@ def load(path, named_elsewhere=False):
                 # library's refusal says "seed", which names another key)
                 raise ConfigError(f"{name}: [{table}] {key} must be a seed in [0, 2^64 - 1], got {value}")
             choices = choices_of.get((table, key))
-            for item in value if isinstance(value, list) else [value]:
+            items = value if isinstance(value, list) else [value]
+            if table == "communication" and isinstance(kind, str) and kind.endswith("|list"):  # (a string is a
+                # comma list, as on the command line: compress = "none,qsgd:4" had been refused, "got 'none,qsgd:4'",
+                # where loss = "0,0.1" ran two settings; helper 233)
+                items = [part for item in items for part in
+                         (network_options.split_items(item) if isinstance(item, str) else [item])]
+            for item in items:
                 hint = item_help.get(key) if table == "communication" else None  # (a sweep's METHOD:P items)
                 head = item.split(":")[0] if hint and isinstance(item, str) else item
                 if choices and head not in choices:

@@ -36,3 +36,16 @@ def test_outputs_formats_take_a_string_too(tmp_path, formats, read):
     path = tmp_path / "e.toml"
     path.write_text(f"{BASE}[outputs]\nformats = {formats}\n")
     assert config.load(str(path))[0]["format"] == read
+
+
+@pytest.mark.parametrize("compress", ['"none,qsgd:4"', '["none", "qsgd:4"]', '"none, qsgd:4"'])
+def test_a_communication_string_is_a_comma_list_as_on_the_command_line(tmp_path, compress):
+    """Helper 233: ``loss = "0,0.1"`` ran two settings, but ``compress = "none,qsgd:4"`` was refused ("must be one of
+    none, qsgd, ..., got 'none,qsgd:4'"): a string is the command line's comma list for every such key."""
+    path = tmp_path / "e.toml"
+    path.write_text(f"{BASE}[communication]\ncompress = {compress}\n")
+    options, _, _ = config.load(str(path))
+    assert options["compress"].replace(" ", "") == "none,qsgd:4"
+    path.write_text(f'{BASE}[communication]\ncompress = "none,bogus:4"\n')
+    with pytest.raises(config.ConfigError, match=r"\[communication\] compress must be one of .*got 'bogus:4'"):
+        config.load(str(path))
