@@ -1354,6 +1354,9 @@ def test_an_evaluation_on_a_lossy_network_resumes_repetition_by_repetition(tmp_p
         if place == "step":  # (which repetition, of which: "at iteration 49 of 200" read as nearly done)
             assert cut["diagnosis"].iloc[0].startswith("interrupted in repetition 1 (of 0 .. 2) at iteration 49 of "
                                                        "200"), cut["diagnosis"].iloc[0]
+        else:  # (before the third began: the second's count had read "interrupted at iteration 200 of 200")
+            assert cut["diagnosis"].iloc[0].startswith("interrupted in repetition 2 (of 0 .. 2) at iteration 0 of "
+                                                       "200"), cut["diagnosis"].iloc[0]
         again = cmp.compare(A, f, "dsgd", 200, repeats=3, previous=cut, checkpoint_dir=str(folder), **kw)
         pd.testing.assert_frame_equal(again[cols].reset_index(drop=True), direct[cols].reset_index(drop=True))
         assert not list(folder.glob("*from-rep*"))

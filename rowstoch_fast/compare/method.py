@@ -331,7 +331,8 @@ def _repetitions(plan, method, lr, first, stop, progress, resume=None, counted=F
             # returned: the runs finished are kept; a Ctrl-C there had lost every repetition of the method)
             if not frames:
                 raise
-            meta = {**meta, "interrupted": True}
+            meta = {**meta, "interrupted": True, "interrupted_repetition": [r, stop], "completed_iterations": 0}  # (it
+            # had not begun: the last finished run's count had read "interrupted at iteration 400 of 400", helper 233)
             break
         if meta.get("interrupted"):
             if count == 1:  # (one at a time: which one, of how many; the iteration alone read as nearly done)
