@@ -128,3 +128,18 @@ def test_the_text_plot_waits_text_every_and_flush_writes_the_newest(monkeypatch)
     live.flush()  # kept: written once
     live.flush()
     assert out.getvalue().count("grad_norm (log10)") == 8
+
+
+def test_the_live_figure_of_a_sweep_titles_its_rows(tmp_path, monkeypatch):
+    """Helper 233: live.png of a sweep had no row titles (which row is which setting?); compare.png has them."""
+    pytest.importorskip("matplotlib")
+    from rowstoch_fast import report
+
+    drawn = []
+    real = report.figure
+    monkeypatch.setattr(report, "figure", lambda *a, **k: drawn.append(k.get("titles")) or real(*a, **k))
+    frame = records([1.0, 0.1, 0.01]).assign(status="ok", lr=0.1, iteration=[0, 10, 20])
+    live = LiveView("grad_norm", path=tmp_path / "live.png", window=False, stream=io.StringIO(), text=False)
+    live([frame.assign(graph="ring", setting="none"), frame.assign(graph="ring", setting="qsgd:4")])
+    live([frame])  # (no graph or setting: no titles, as before)
+    assert drawn == [["ring / none", "ring / qsgd:4"], None]
