@@ -500,7 +500,9 @@ def draw(ax, frame, metric, x="rounds"):
 
 def figure(frames, metrics, x="rounds", path=None, formats=("png",), titles=None, dpi=DPI):
     """A figure with one panel per (frame, metric): rows are the frames (graphs), columns the metrics, one shared
-    legend below. Saved as ``path`` + ``.`` + each of ``formats`` (PNG at :data:`DPI` dpi). Returns the Figure.
+    legend below (in as many columns as its measured width allows; the figure grows by its measured height, so it
+    meets no panel nor label whatever the number of methods). Saved as ``path`` + ``.`` + each of ``formats`` (PNG
+    at :data:`DPI` dpi). Returns the Figure.
 
     Parameters
     ----------
@@ -571,14 +573,33 @@ def figure(frames, metrics, x="rounds", path=None, formats=("png",), titles=None
     entry = max(2.2, 0.85 + max((len(t) for t in labels), default=0) / LEGEND_CHARS)  # (inches: the longest
     # entry's text and its line; a status and a line drawn under another's had run off the figure's edge)
     ncol = max(1, min(len(labels), int(width // entry)))
-    fig.legend(handles, labels, loc="lower center", ncol=ncol, fontsize="small", frameon=False)
+    legend, ncol = _legend_below(fig, handles, labels, ncol)
+    width = fig.get_figwidth()  # (wider where one column of the legend is wider than the panels)
     height = fig.get_figheight()
     bottom = min(0.45, (0.28 * math.ceil(len(labels) / ncol) + 0.15) / height)
+    need = _legend_top(fig, legend) + LEGEND_GAP  # (inches from the figure's bottom: its drawn extent)
+    if need > bottom * height or bottom * height > 0.9:  # a legend of more than two lines, or one taller than
+        # the estimate: the figure grows by the legend's measured height, the panels keep theirs (a fixed height
+        # and a reserve capped at 45% of it had put 26 methods' legend over the x labels and the second row's
+        # panels, helper 233)
+        height = (3.2 + head) * rows + PANELS_SPARE + need
+        fig.set_size_inches(width, height)
+        bottom = need / height
     texts = [textwrap.fill(str(t), int(width * 11)) for t in titles] if titles else []  # (bold 10 pt: ~11.6 a
     # character per inch, less the margins)
     lines = max((t.count("\n") + 1 for t in texts), default=0)
-    with np.errstate(over="ignore", invalid="ignore"):  # (matplotlib 3.5: log ticks of a panel at 1e308, inf - inf)
-        fig.tight_layout(rect=(0, bottom, 1, 1 - 0.25 * lines / height), h_pad=2.0 + 2.2 * lines)
+    for _ in range(3):  # laid out, then checked from the drawn extents: the panels' lowest text above the legend
+        with np.errstate(over="ignore", invalid="ignore"):  # (matplotlib 3.5: log ticks of a panel at 1e308)
+            fig.tight_layout(rect=(0, bottom, 1, 1 - 0.25 * lines / height), h_pad=2.0 + 2.2 * lines)
+        renderer = _renderer(fig)
+        with np.errstate(over="ignore", invalid="ignore"):
+            low = min(ax.get_tightbbox(renderer).y0 for ax in axes.flat) / fig.dpi
+        short = _legend_top(fig, legend) + LEGEND_GAP / 2 - low
+        if short <= 0:
+            break
+        height += short + LEGEND_GAP / 2
+        bottom = (bottom * fig.get_figheight() + short + LEGEND_GAP / 2) / height
+        fig.set_size_inches(width, height)
     for r, text in enumerate(texts):  # above the row's panels (and the metrics' titles), across them
         above = 0.32 if r == 0 else 0.1
         fig.text(0.5, axes[r, 0].get_position().y1 + above / height, text, ha="center", va="bottom",
@@ -591,6 +612,60 @@ def figure(frames, metrics, x="rounds", path=None, formats=("png",), titles=None
 
 #: The characters per inch of a legend entry's text (``fontsize="small"``, about 9 points: 53 took 3.3 inches).
 LEGEND_CHARS = 16
+#: Inches between the figure's legend (below the panels) and the lowest panel's x label.
+LEGEND_GAP = 0.12
+#: Inches of a figure's height beside its rows of panels and its legend, where the legend is measured (a row's
+#: x label and ticks within each row's 3.2 inches, as a figure with one line of legend has them).
+PANELS_SPARE = 0.47
+#: Inches of the figure's width the legend leaves on either side.
+LEGEND_MARGIN = 0.05
+
+
+def _renderer(fig):
+    """The renderer ``fig`` is laid out with (matplotlib 3.5's is found by its tight_layout module)."""
+    get = getattr(fig, "_get_renderer", None)  # (matplotlib >= 3.6)
+    if get is not None:
+        return get()
+    from matplotlib.tight_layout import get_renderer  # pragma: no cover - matplotlib 3.5
+
+    return get_renderer(fig)
+
+
+def _legend_top(fig, legend):
+    """The top of ``fig``'s legend, in inches from the figure's bottom (where it is anchored), as drawn."""
+    return legend.get_window_extent(_renderer(fig)).y1 / fig.dpi
+
+
+def _legend_below(fig, handles, labels, ncol):
+    """``fig``'s legend of ``labels``, below the panels, in as many columns as fit the figure's width as measured
+    (from ``ncol``, the estimate from the longest entry's characters, up while a column more shortens it, down while
+    it is wider than the figure: 26 entries of long names had stood in one column as tall as two rows of panels);
+    where one column is wider, the figure is widened to it. Returns the Legend and its columns."""
+    def make(k):
+        return fig.legend(handles, labels, loc="lower center", ncol=k, fontsize="small", frameon=False)
+
+    def wide(legend):
+        room = (fig.get_figwidth() - 2 * LEGEND_MARGIN) * fig.dpi
+        return legend.get_window_extent(_renderer(fig)).width > room
+
+    legend = make(ncol)
+    while ncol > 1 and wide(legend):
+        legend.remove()
+        ncol -= 1
+        legend = make(ncol)
+    if wide(legend):  # one column wider than the panels
+        fig.set_size_inches(legend.get_window_extent(_renderer(fig)).width / fig.dpi + 2 * LEGEND_MARGIN + 0.01,
+                            fig.get_figheight())
+    for more in range(ncol + 1, len(labels) + 1):
+        if math.ceil(len(labels) / more) == math.ceil(len(labels) / ncol):
+            continue  # (no line fewer: as it was)
+        trial = make(more)
+        if wide(trial):
+            trial.remove()
+            break
+        legend.remove()
+        legend, ncol = trial, more
+    return legend, ncol
 
 
 #: The most intervals between ticks of a counted x axis (bytes, messages: each tick's text carries its unit).

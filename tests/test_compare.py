@@ -3440,6 +3440,50 @@ def test_a_run_that_leaves_the_panel_from_below_its_floor_is_its_triangle_and_th
     plt.close(fig)
 
 
+@pytest.mark.parametrize("methods", [26, 40])
+def test_the_legend_of_many_methods_overlaps_no_panel_nor_its_labels(problem, methods):
+    """Helper 233: ``rowstoch compare --topology ring --n 16`` runs 26 methods; the figure's legend, below the
+    panels in a reserve capped at 45% of a fixed height, was printed over the x label "communication rounds" (one
+    row of panels) and, two settings drawn, over the second row's left panel. From the drawn extents: the legend
+    meets no panel's tight box (its ticks, labels and title), no row's title, and stays within the figure, for 1
+    and 2 rows of 1 and 2 panels; the panels keep their height."""
+    import matplotlib.pyplot as plt
+
+    from rowstoch_fast import report
+
+    A, f = problem
+    frame = cmp.compare(A, f, "dsgd", 20, lr=0.05, repeats=1, progress=False).assign(status="ok")
+    few = report.figure([frame], ["consensus_error", "grad_norm_mean"])
+    few.canvas.draw()
+    tall = few.axes[0].get_window_extent().height / few.dpi
+    plt.close(few)
+
+    def row(r):
+        return pd.concat([frame.assign(algorithm=f"compressed-push-pull-{k}", status="no-progress"
+                                       if k % 3 == 0 and r == 0 else "ok",
+                                       consensus_error=frame["consensus_error"] * (1 + 0.5 * k),
+                                       grad_norm_mean=frame["grad_norm_mean"] * (1 + 0.5 * k))
+                          for k in range(methods)], ignore_index=True)
+
+    for rows in (1, 2):
+        for metrics in (["consensus_error"], ["consensus_error", "grad_norm_mean"]):
+            fig = report.figure([row(r) for r in range(rows)], metrics,
+                                titles=[f"a ring, setting {r}" for r in range(rows)] if rows > 1 else None)
+            fig.canvas.draw()
+            renderer = fig.canvas.get_renderer()
+            legend = fig.legends[0]
+            box = legend.get_window_extent(renderer)
+            assert len(legend.get_texts()) == methods
+            for ax in fig.axes:
+                assert not box.overlaps(ax.get_tightbbox(renderer)), (rows, metrics, box, ax.get_tightbbox(renderer))
+                assert not box.overlaps(ax.xaxis.label.get_window_extent(renderer))
+                assert ax.get_window_extent(renderer).height / fig.dpi >= 0.9 * tall  # (they had been squeezed)
+            for text in fig.texts:
+                assert not box.overlaps(text.get_window_extent(renderer))
+            assert 0 <= box.x0 and box.x1 <= fig.bbox.x1 and 0 <= box.y0, (box, fig.bbox)
+            plt.close(fig)
+
+
 def test_records_that_mix_runs_or_were_cut_are_refused_by_summaries_and_figures(problem):
     """Helper 218: two comparisons of DSGD concatenated (lr 0.05 and 0.005) were summarized as one row, the rate of
     one and the final value of the other, and drawn as their average; a repetition cut at iteration 20 of 40 was
