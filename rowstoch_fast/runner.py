@@ -79,6 +79,15 @@ def check_metric(metric, name="metric", choices=METRICS):
 RESUMABLE = ("iterations", "lr", "record_every", "record_at")
 #: Warn when the recorded gradient norm grows by more than this factor over a run (divergence without NaN).
 GROWTH_WARNING = 1e3
+#: The most checkpoints a run writes by default (``checkpoint_every``): each writes every record so far, and one
+#: every ten records had made a run of a record an iteration quadratic (helper 231: 20,000 iterations 4.1 s
+#: without a checkpoint, 205 s with one; 10^5 would have written about a terabyte).
+CHECKPOINTS = 100
+#: Bytes a recorded value takes at the records' peak, checked against the free memory before a run: a row's Python
+#: float and its slot (32), and the frame built from the rows beside them at the end. Helper 231 measured 54-85 per
+#: value (863-1,355 bytes per record and repetition) where 32 had been checked: a run past the free memory computed
+#: its 150,000 iterations and ended in NumPy's allocation error.
+RECORD_BYTES = 96
 
 
 #: Constructor arguments that :meth:`Algorithm.build` sets itself (not hyperparameters a user passes through).
@@ -1191,8 +1200,9 @@ def run(algorithm, objective, iterations, *, record_every=None, repeats=1, seed=
         must exist (FileNotFoundError before the first step: a mistyped folder
         is not made).
     checkpoint_every : int, optional
-        Iterations between checkpoints (default ``10 * record_every``); only
-        with ``checkpoint``.
+        Iterations between checkpoints (default ``10 * record_every``, and at
+        least ``iterations / 100``: each checkpoint writes every record so
+        far); only with ``checkpoint``.
     resume : str, optional
         Continue from this checkpoint; the continued run is bit-identical to
         an uninterrupted one. The checkpoint must come from the same
@@ -1328,7 +1338,7 @@ def run(algorithm, objective, iterations, *, record_every=None, repeats=1, seed=
             record_every = max(1, iterations // max(1, len(record_at) - 1))  # (the checkpoints' default spacing)
         record_every = max(1, iterations // 100) if record_every is None else \
             check_int(record_every, "record_every", minimum=1)
-        checkpoint_every = record_every * 10 if checkpoint_every is None else \
+        checkpoint_every = max(record_every * 10, -(-iterations // CHECKPOINTS)) if checkpoint_every is None else \
             check_int(checkpoint_every, "checkpoint_every", minimum=1)
         due = _Marks(iterations, record_every, record_at)
         meta = {"algorithm": algorithm.name, "lr": algorithm.lr, "rounds": algorithm.rounds,
@@ -1511,7 +1521,7 @@ def _set_up(algorithm, objective, iterations, repeats, x0, seed, first_repeat, r
                 opt.backend, opt.n, repeats, _core.get_num_threads(), meta["setup_seconds"],
                 "resumed" if resume is not None else "starting", opt.iteration)
     records = len(record_at) if record_at is not None else iterations // record_every + 2
-    require_memory(records * repeats * len(_columns(meta)) * 32,
+    require_memory(records * repeats * len(_columns(meta)) * RECORD_BYTES,
                    f"a record every {record_every} of {iterations} iterations ({records} records x {repeats} "
                    "repetitions)",
                    "record less often (a larger record_every, --record-every) or fewer repetitions")

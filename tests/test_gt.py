@@ -252,6 +252,34 @@ def test_exact_tracker_memory_error_names_alternative():
         DiagTracker(A, 1, "exact", max_bytes=100)
 
 
+def test_the_exact_tracker_peaks_at_its_table_and_a_time_varying_one_checks_the_free_memory(monkeypatch):
+    """Helper 231: the exact tracker checked its table against the limits and then held a second one (its inverse)
+    beside it, twice the peak (3.8 GB for ring(300)'s 1.76 GiB); the tracker of a time-varying network checked V_t
+    against the limit alone, not the free memory, and stepping it holds two (15,000 nodes: NumPy's bare
+    allocation error after a row)."""
+    import tracemalloc
+
+    from rowstoch_fast import _checks
+    from rowstoch_fast.network import Lossy
+    from rowstoch_fast.tracker import NetworkTracker
+
+    A = topology.ring(96)
+    tracemalloc.start()
+    try:
+        table = DiagTracker(A, 1)._table
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    assert table.nbytes > 10**5 and peak < 1.5 * table.nbytes, (peak, table.nbytes)
+    from rowstoch_fast.tracker import diag_powers
+
+    assert np.array_equal(table, 1.0 / diag_powers(A, 1, table.shape[0])[0])  # (the same values, bit for bit)
+    monkeypatch.setattr(_checks, "available_memory", lambda: 10**6)
+    with pytest.raises(MemoryError, match=r"time-varying network \(V_t and the next, 400 x 400 values each\) needs "
+                                          r"about .* use an algorithm without a diagonal tracker"):
+        NetworkTracker.check(Lossy(topology.ring(400), 0.1, seed=0), "exact")
+
+
 def test_tracker_is_cached_per_matrix_and_stride():
     A = topology.paper_graphs()["grid"]
     t1 = DiagTracker(A, 2)

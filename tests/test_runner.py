@@ -948,6 +948,14 @@ def test_figure_1s_panels_are_no_one_draws_verdict(tmp_path, seed):
     assert verdict.loc["fixed beta", "error_k20_kappa_5"] == pytest.approx(rms, rel=0.05)
 
 
+def cols_of_a_quadratic_run(f):
+    """The recorded columns of a run on ``f`` (what the records' memory check counts)."""
+    from rowstoch_fast import runner
+
+    h = run(Algorithm(topology.exponential(8), 0.1), f, 1, progress=False)
+    return runner._columns(h.meta)
+
+
 def test_records_beyond_memory_are_refused_before_the_first_step(monkeypatch):
     """`rowstoch run --iterations 100000000 --record-every 1` built a set of every recorded iteration (10^8 Python
     ints) before its first step, and its records would have held tens of GB: refused at once, naming
@@ -959,6 +967,16 @@ def test_records_beyond_memory_are_refused_before_the_first_step(monkeypatch):
     with pytest.raises(MemoryError, match=r"a record every 1 of 100000000 iterations \(100000002 records x 2 "
                                           r"repetitions\) needs about .*a larger record_every"):
         run(Algorithm(topology.exponential(8), 0.1), f, 10**8, record_every=1, repeats=2, progress=False)
+    # helper 231: 32 bytes a value had been checked where the records' peak (the rows and the frame built from them)
+    # is 54-85: a run past the free memory computed every iteration and ended in NumPy's allocation error
+    from rowstoch_fast.runner import RECORD_BYTES
+
+    values = 200_002 * len(cols_of_a_quadratic_run(f))
+    monkeypatch.setenv("ROWSTOCH_MEMORY_LIMIT", str(values * 64))  # (above 32 a value, below the peak)
+    with pytest.raises(MemoryError, match=r"a record every 1 of 200000 iterations"):
+        run(Algorithm(topology.exponential(8), 0.1), f, 200_000, record_every=1, progress=False)
+    assert RECORD_BYTES > 85
+    monkeypatch.delenv("ROWSTOCH_MEMORY_LIMIT")
     h = run(Algorithm(topology.exponential(8), 0.1), f, 23, record_every=5, progress=False)
     assert sorted(set(h.frame["iteration"])) == [0, 5, 10, 15, 20, 23]
     h = run(Algorithm(topology.exponential(8), 0.1), f, 23, record_at=[3, 7], progress=False)
