@@ -859,15 +859,35 @@ def tuning_figure(tuning, path=None, formats=("png",), dpi=TUNING_DPI, title=Non
 _GROUPS = ("graph", "setting")
 
 
+def section_keys(frame):
+    """``(columns, keys)``: the section columns ``frame`` has (``graph``, ``setting``) and its distinct labels in
+    them as text (a missing one ``""``), in order of first appearance (none: no rows)."""
+    import pandas as pd
+
+    present = [g for g in _GROUPS if g in getattr(frame, "columns", ())]
+    if not present:
+        return present, pd.DataFrame(index=range(1 if len(frame) else 0))
+    return present, frame[present].astype(object).fillna("").astype(str).drop_duplicates()
+
+
+def escape_mathtext(text):
+    """``text`` with each ``$`` not escaped already written ``\\$``: a label drawn as it is (a file's name), not
+    read as TeX math by matplotlib (a per-node loss file ``p$_{x$.txt`` had ended a comparison's figures and its
+    live view; helper 236)."""
+    return re.sub(r"(?<!\\)\$", r"\\$", str(text))
+
+
+def section_title(frame):
+    """The title of a section's records: its graph and setting, ``" / "`` between (``""`` without them)."""
+    return " / ".join(str(frame[g].iloc[0]) for g in _GROUPS if g in frame.columns)
+
+
 def check_one_section(frame, name="frame"):
     """That ``frame``'s records are of one graph and communication setting (its ``graph`` and ``setting`` columns,
     where it has them, hold one value each), else a ValueError naming them: a panel draws one line per algorithm,
     and a compare.csv of three settings read back with pandas had been drawn as their pooled mean (DSGD's line
     ending at 0.11, the mean of 2.3e-4, 6.2e-3 and 0.33, labelled with the first setting's rate; helper 233)."""
-    present = [g for g in _GROUPS if g in getattr(frame, "columns", ())]
-    if not present:
-        return
-    keys = frame[present].astype(object).fillna("").astype(str).drop_duplicates()
+    present, keys = section_keys(frame)
     if len(keys) > 1:
         said = [" / ".join(row) for row in keys.itertuples(index=False)]
         raise ValueError(f"{name} holds the records of {len(said)} sections ({'; '.join(said[:4])}"
@@ -1147,7 +1167,8 @@ def identical_runs(table):
         return ""
     ok = table[table["status"] == "ok"]
     groups = [g for g in _GROUPS if g in table.columns]
-    parts = [("", ok)] if not groups else ok.groupby(groups if len(groups) > 1 else groups[0], sort=False)
+    parts = [("", ok)] if not groups else ok.groupby(groups if len(groups) > 1 else groups[0], sort=False,
+                                                     dropna=False)  # (a section without a setting: its rows too)
     sections = [(key, part["final_std"].to_numpy(dtype=np.float64)) for key, part in parts if len(part)]
     equal = [" / ".join(map(str, key)) if isinstance(key, tuple) else str(key)
              for key, std in sections if (std == 0).all()]

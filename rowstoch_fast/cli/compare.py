@@ -332,8 +332,8 @@ def _compare(args):
         frames, interrupted, warned = [], False, set()
         rows_cache = {}  # (each finished method's summary row, computed once: the tables are rewritten after each
         # method, and ranking them all again from their records cost the default comparison 2.6 s of 4.4)
-        places = slugs([gname + (f", {sname}" if sname else "") for gname, sname, *_ in problems])  # (their
-        # checkpoints' folders)
+        places = slugs([gname + (f", {sname}" if sname else "") for gname, sname, *_ in problems],
+                       os.path.join(args.out, "checkpoints"))  # (their checkpoints' folders)
         for gname, sname, ns, A, specs, lr, f, sources, hyper, chosen in problems:
             where = gname + (f", {sname}" if sname else "")
             say(f"{where} (n = {A.n}, {network_options.words(ns)}): {_counted(len(specs), 'algorithm')}, "
@@ -1047,7 +1047,8 @@ def _figure_title(args, graph, ns, n):
     """A figure panel's title: the graph (directed or not), n and its weights, the objective and the network
     model."""
     said, _, weights = args.graph_words[graph]
-    return f"{said} (n = {n}, {weights}), {_objective_words(args)}, {network_options.words(ns)}"
+    return report.escape_mathtext(f"{said} (n = {n}, {weights}), {_objective_words(args)}, "
+                                  f"{network_options.words(ns)}")  # (a file's "$" drawn as it is, helper 236)
 
 
 def _write_finished_comparison(frames, partial, labelled, args, root, metrics, problems, x, formats):

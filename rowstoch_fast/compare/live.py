@@ -37,9 +37,9 @@ import time
 import numpy as np
 
 from .._checks import check_bool, check_text
-from ..report import AXES, check_axis, check_one_section
+from ..report import AXES, check_axis, check_one_section, escape_mathtext, section_title
 from ..user_metrics import linear_scale
-from .tables import GROUPS, require_frame
+from .tables import require_frame
 
 __all__ = ["LiveView", "text_plot"]
 
@@ -227,9 +227,9 @@ class LiveView:
         plt = pyplot()
         if self._figure is not None:
             plt.close(self._figure)
-        titles = [" / ".join(str(fr[g].iloc[0]) for g in GROUPS if g in fr.columns) for fr in frames]  # (a
-        # sweep's rows told apart, as in compare.png; helper 233: live.png had no row titles)
-        self._figure = fig = figure(frames, [self.metric], self.x, titles=titles if any(titles) else None)
+        titles = [escape_mathtext(section_title(fr)) for fr in frames] if len(frames) > 1 else None  # (a sweep's
+        # rows told apart, as in compare.png, helper 233; one row untitled, as before; "$" escaped, helper 236)
+        self._figure = fig = figure(frames, [self.metric], self.x, titles=titles)
         if self.path is not None:
             save(fig, self.path, LIVE_DPI, format="png")  # (atomic: a viewer that reloads the file never reads half
             # of it)

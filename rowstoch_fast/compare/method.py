@@ -317,6 +317,7 @@ def _repetitions(plan, method, lr, first, stop, progress, resume=None, counted=F
     frames, meta, seen = [], {"completed_iterations": iterations}, {}
     for r, count in runs:
         checkpoint = _checkpoint(plan, method, r)
+        started = len(frames)
         try:
             frame, meta = _one_run(plan, method, lr, repeats=count, progress=progress, first_repeat=r,
                                    checkpoint=checkpoint, resume=resume if r == first else None,
@@ -331,8 +332,11 @@ def _repetitions(plan, method, lr, first, stop, progress, resume=None, counted=F
             # returned: the runs finished are kept; a Ctrl-C there had lost every repetition of the method)
             if not frames:
                 raise
-            meta = {**meta, "interrupted": True, "interrupted_repetition": [r, stop], "completed_iterations": 0}  # (it
-            # had not begun: the last finished run's count had read "interrupted at iteration 400 of 400", helper 233)
+            following = r + (count if len(frames) > started else 0)  # (in the lines after it returned: it is kept)
+            meta = {**meta, "interrupted": True}
+            if following < stop:  # (the next had not begun: the last finished run's count had read "interrupted at
+                # iteration 400 of 400", helper 233)
+                meta.update(interrupted_repetition=[following, stop], completed_iterations=0)
             break
         if meta.get("interrupted"):
             if count == 1:  # (one at a time: which one, of how many; the iteration alone read as nearly done)

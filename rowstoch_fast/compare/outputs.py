@@ -15,7 +15,7 @@ import numpy as np
 from .._checks import check_text
 from .._files import atomic_write, check_path
 from .._files import process_alive as _alive  # (patched in a test)
-from ..report import FORMATS
+from ..report import FORMATS, section_keys, section_title as report_section_title
 from .tables import GROUPS, check_frame, frame_metric, summary
 
 __all__ = ["write_outputs", "write_tables", "json_tuning", "plot", "atomic_write", "write_records",
@@ -243,19 +243,25 @@ class ComparisonFolder(FolderLock):
 SLUG_CHARS = 100
 
 
-def slugs(labels):
+def slugs(labels, folder=None):
     """``{label: file name}`` of a comparison's graphs and settings (its figures', its checkpoints' folders): each
     character but ``A-Za-z0-9._+-`` a ``_``; where that is longer than :data:`SLUG_CHARS`, or the same for two of
     ``labels``, its first :data:`SLUG_CHARS` characters and 10 hex digits of the label's SHA-256. Helper 233: a
     per-node loss file at a 231-character path made a name past 255 bytes (``OSError: File name too long`` when
     the figures were written, after every method had run, and on every resume), and ``@a b.txt`` and ``@a_b.txt``
-    shared one tuning figure and one folder of checkpoints."""
+    shared one tuning figure and one folder of checkpoints. ``folder``: where an entry of a label's whole name
+    exists there already, that name (the checkpoints of a comparison begun before names were bounded, whose resume
+    had run them again; helper 236)."""
     import hashlib
     from collections import Counter
 
     plain = {label: re.sub(r"[^A-Za-z0-9._+-]+", "_", label) for label in labels}
     seen = Counter(plain.values())
-    return {label: name if len(name) <= SLUG_CHARS and seen[name] == 1 else
+
+    def kept(name):
+        return folder is not None and len(name.encode()) <= 255 and os.path.exists(os.path.join(folder, name))
+
+    return {label: name if len(name) <= SLUG_CHARS and seen[name] == 1 or seen[name] == 1 and kept(name) else
             name[:SLUG_CHARS] + "-" + hashlib.sha256(label.encode("utf-8", "surrogatepass")).hexdigest()[:10]
             for label, name in plain.items()}
 
@@ -275,8 +281,7 @@ def write_records(frames, folder):
     atomic_write(os.path.join(folder, "compare.csv"), lambda fh: frame.to_csv(fh, index=False))
 
 
-def _title(frame):
-    return " / ".join(str(frame[g].iloc[0]) for g in GROUPS if g in frame.columns)
+_title = report_section_title
 
 
 def _frame_list(frames):
@@ -296,8 +301,8 @@ def _sections(frame):
     """``frame`` as one frame per graph and setting it holds (in order), each with its ``attrs`` (a compare.csv of
     three settings read back with pandas had been written as one section: its tables' rows three "dsgd" lines
     without their setting, lr.json one entry, the figure their pooled mean; helper 233)."""
-    present = [g for g in GROUPS if g in frame.columns]
-    if not present or len(frame[present].astype(object).fillna("").astype(str).drop_duplicates()) <= 1:
+    present, keys = section_keys(frame)
+    if len(keys) <= 1:
         return [frame]
     by = present if len(present) > 1 else present[0]  # (pandas 1.5 warns on a list of one)
     parts = [part.copy() for _, part in frame.groupby(by, sort=False, dropna=False)]
@@ -416,14 +421,21 @@ def read_records(path):
     import pandas as pd
 
     exact = {"float_precision": "round_trip"} if int(pd.__version__.split(".")[0]) < 3 else {}
-    return pd.read_csv(whole_lines(path), **exact)
+    frame = pd.read_csv(whole_lines(path), **exact)
+    labels = [c for c in (*GROUPS, "algorithm") if c in frame.columns]
+    if labels and len(frame):  # (the labels as written: a setting "0", "001" or "NA" had been read as a number or
+        # NaN, and lr.json's entry of "ring / 0" looked up as "ring / 0.0"; helper 236)
+        text = pd.read_csv(path, usecols=labels, dtype=str, keep_default_na=False)
+        for c in labels:
+            frame[c] = text[c].where(text[c] != "", frame[c].where(frame[c].isna(), text[c])).astype(object)
+    return frame
 
 
 def read_outputs(folder):
     """The frames of the comparison whose outputs ``folder`` holds (``rowstoch compare --out``, or
     :func:`write_outputs`): one per graph and communication setting, in compare.csv's order, with the ``attrs``
     of :func:`~rowstoch_fast.compare.compare`'s frame that the files keep. So ``summary(read_outputs(folder)[0])``
-    ranks as summary.csv did, and ``write_outputs(frames, b, metrics=frames[0].attrs["metrics"])`` of
+    ranks as summary.csv did, and ``write_outputs(frames, b, metrics=frames[0].attrs.get("metrics", ()))`` of
     ``frames = read_outputs(a)`` writes ``a``'s compare.csv, summary.csv and lr.json again, its summary.md and
     .tex with the default caption (``caption``: the command line's, summary.md's last paragraph) and its figures
     with the default titles (``titles``).
@@ -443,8 +455,12 @@ def read_outputs(folder):
         ``tuning`` (lr.json's), ``status``, ``diagnosis`` (compare.csv's), ``rounds_budget``, ``repeats``,
         ``seed`` (experiment.json's) and ``interrupted``.
 
+        A folder written before lr.json kept them has no ``metrics`` nor ``converged``.
+
     Raises
     ------
+    TypeError
+        ``folder`` is not a path.
     ValueError
         ``folder`` is not a folder, holds no compare.csv, or a file in it cannot be read (named).
 

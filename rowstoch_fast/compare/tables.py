@@ -7,8 +7,8 @@ import math
 import numpy as np
 
 from .._checks import check_names, check_positive_float, check_text
-from ..report import (_check_summary as check_summary, _said as said, check_records, rate_text, single_runs,
-                      table_notes, tie_note)
+from ..report import (_GROUPS, _check_summary as check_summary, _said as said, check_records, rate_text,
+                      single_runs, table_notes, tie_note)
 from ..runner import METRICS, check_metric
 from ..user_metrics import COUNTS, RESERVED, higher_is_better
 from .tuning import CONVERGED
@@ -17,8 +17,9 @@ from .verdict import hint_outcomes, ranks_told
 __all__ = ["summary", "format_summary", "frame_metric", "check_frame", "require_frame", "status_of_rows",
            "empirical_rate", "GROUPS"]
 
-#: Columns that tell the comparisons of one frame apart (one table section each): the graph and the setting.
-GROUPS = ("graph", "setting")
+#: Columns that tell the comparisons of one frame apart (one table section each): the graph and the setting (the
+#: report's, which draws and notes by them too).
+GROUPS = _GROUPS
 
 
 #: A tie is said to be wide (:func:`_wide_ties`) where the method's mean ends this many times above that of a method

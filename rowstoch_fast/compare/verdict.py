@@ -349,8 +349,9 @@ def status_of(frame, metric, meta, *, lr, lr_source, iterations, tuning=None, co
     if meta.get("interrupted") or done < iterations and not meta.get("diverged"):
         rep, of = meta.get("interrupted_repetition") or (None, None)
         where = f"in repetition {rep} (of 0 .. {of - 1}) " if rep is not None else ""
-        return "interrupted", (f"interrupted {where}at iteration {done} of {iterations}; --resume continues it from "
-                               f"its checkpoint")
+        return "interrupted", (f"interrupted {where}before its first step; --resume runs it" if done == 0 and where
+                               else f"interrupted {where}at iteration {done} of {iterations}; --resume continues it "
+                               "from its checkpoint")
     status, diagnosis, too_small = "ok", "", False
     some, short = _diverged_repetitions(frame, metric, start, iterations)
     if short and not meta.get("diverged"):  # (a repetition that stopped before the budget: NaN or Inf, recorded
@@ -530,8 +531,9 @@ def _settled_above(frame, metric, start, converged=CONVERGED, lr_source=None):
     if off is None:
         return ""
     first = max(1, int(np.searchsorted(x, off[1])) - int(_tail(x).sum()) + 1)  # (climbed_back's lowest stretch)
-    if runs.shape[1] > 1 and not np.allclose(runs, runs[:, :1], rtol=1e-9, atol=0.0) and \
-            off[0] <= climb_factor(runs[first:], floor):
+    same = runs.shape[1] > 1 and np.allclose(runs, runs[:, :1], rtol=1e-9, atol=0.0)
+    if not same and off[0] <= climb_factor(runs[first:], floor):  # (one repetition: the tenfold, its noise unknown;
+        # helper 236 found the note on 3 of 40 noisy plateaus of one repetition at the fivefold)
         return ""
     return (f"{metric} settled {off[0]:.3g}x above the lowest level it reached (by iteration {off[1]}): it ends "
             "above where it went on the way (an overshoot, or a noise floor that builds up after an early dip)"
