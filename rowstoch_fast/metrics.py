@@ -375,6 +375,10 @@ PERRON_TOL = 1e-14
 #: above ``PERRON_ACCEPT`` after all that raises (periodic or reducible matrix, or a spectral gap too small).
 PERRON_POWER_STEPS = 3000
 PERRON_ACCEPT = 1e-12
+#: ARPACK's restarts for ``A.pi`` are bounded so that its products (about 20 a restart) stay within this many
+#: multiply-adds (5,000 restarts at most): a minute or so on one core (helper 231: unbounded, a grid of 10^6 nodes
+#: ran past 590 s).
+PERRON_MAX_WORK = 2e10
 
 
 def _perron_sparse(csr):
@@ -388,11 +392,19 @@ def _perron_sparse(csr):
         return _polish(csr, v0)
     At = sp.csr_array(csr.T)  # A^T in CSR: the compiled mixing kernel runs pi <- A^T pi
     floor = _rounding_floor(At)
+    counts = np.diff(csr.indptr).astype(np.float64)  # (a random walk on an undirected graph with self loops, each
+    # row's weights equal, the in-degree rule's on a grid or a nearest-neighbour graph: pi is in proportion to the
+    # rows' entries; one product confirms it, where a grid of 10^6 nodes had run power steps and ARPACK past 590 s,
+    # helper 231)
+    guess = counts / counts.sum()
+    if float(np.abs(At @ guess - guess).sum()) <= max(PERRON_TOL, floor):
+        return guess
     pi, residual, steps = _power(At, v0, PERRON_POWER_STEPS, tol=max(PERRON_TOL, floor))
     if residual <= max(PERRON_TOL, floor):
         return pi
-    try:  # slow mixing: a Krylov method, warm-started from the power iterate
-        _, vec = spla.eigs(At, k=1, which="LM", v0=pi, tol=0, maxiter=5000)
+    try:  # slow mixing: a Krylov method, warm-started from the power iterate, its restarts bounded by the work
+        _, vec = spla.eigs(At, k=1, which="LM", v0=pi, tol=0,
+                           maxiter=int(np.clip(PERRON_MAX_WORK / (20.0 * max(1, At.nnz)), 10, 5000)))
         guess = np.abs(vec[:, 0].real)
         pi, residual, more = _power(At, guess / guess.sum(), PERRON_POWER_STEPS, tol=max(PERRON_TOL, floor))
         steps += more
@@ -400,8 +412,9 @@ def _perron_sparse(csr):
         pass
     if residual > max(PERRON_ACCEPT, floor):
         raise ValueError(f"the Perron vector of A did not converge: ||A^T pi - pi||_1 = {residual:.1e} after "
-                         f"{steps} power steps and ARPACK (is A periodic or reducible? MixingMatrix(..., "
-                         f"validate=True) checks it)")
+                         f"{steps} power steps and ARPACK, its restarts bounded by metrics.PERRON_MAX_WORK = "
+                         f"{PERRON_MAX_WORK:.0e} multiply-adds (is A periodic or reducible? MixingMatrix(..., "
+                         f"validate=True) checks it; or its spectral gap too small for this n)")
     return pi
 
 

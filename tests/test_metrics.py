@@ -160,6 +160,29 @@ def test_perron_vector_of_a_large_skewed_network_by_power_steps():
     assert np.abs(pi - ref).max() / ref.max() < 1e-10
 
 
+def test_the_perron_vector_of_a_large_grid_is_its_rows_entries_and_arpack_is_bounded(monkeypatch):
+    """Helper 231: ``A.pi`` of a grid of 10^6 nodes (in-degree weights: a random walk on an undirected graph with
+    self loops) ran power steps and ARPACK's 5,000 restarts past 590 s. Its pi is in proportion to the rows'
+    entries, which one product confirms; ARPACK's restarts are bounded by ``PERRON_MAX_WORK``."""
+    import scipy.sparse.linalg as spla
+
+    from rowstoch_fast import metrics
+
+    monkeypatch.setattr(metrics, "_power", lambda *a, **k: pytest.fail("power steps where one product confirms pi"))
+    G = topology.grid(60, 60)
+    counts = np.diff(G.csr.indptr).astype(float)
+    np.testing.assert_allclose(metrics._perron_sparse(G.csr), counts / counts.sum(), rtol=1e-15)
+    monkeypatch.undo()
+    asked = []
+    real = spla.eigs
+    monkeypatch.setattr(spla, "eigs", lambda *a, **k: asked.append(k["maxiter"]) or real(*a, **k))
+    monkeypatch.setattr(metrics, "PERRON_POWER_STEPS", 5)
+    monkeypatch.setattr(metrics, "PERRON_MAX_WORK", 4e7)
+    A = topology.erdos_renyi(3000, 4 * np.log(3000) / 3000, seed=3)
+    pi = metrics._perron_sparse(A.csr)
+    assert asked == [int(np.clip(4e7 / (20 * A.nnz), 10, 5000))] and np.abs(A.csr.T @ pi - pi).sum() <= 1e-12
+
+
 def test_perron_vector_that_does_not_converge_raises(monkeypatch):
     """A periodic matrix (built without validation) has no attracting Perron vector: a clear error, not a
     silently wrong pi."""
