@@ -267,3 +267,26 @@ def test_a_network_past_int64_s_indices_is_refused_naming_n(make):
         make(2**63, directed=False)
     with pytest.raises(MemoryError, match="needs about"):
         make(2**40, directed=False)
+
+
+@pytest.mark.parametrize("n", [1, 2, 5, 300])
+def test_the_complete_graph_is_the_circulant_of_every_hop_in_its_memory(n):
+    """Helper 231: ``complete(n)`` through an edge list peaked at about 82 bytes a weight where 48 were checked, and
+    a second check counted the edges twice (complete(8000), which fits, refused); written as the circulant of every
+    hop it is the same matrix, bit for bit, at the 24 bytes a weight it checks."""
+    import tracemalloc
+
+    from rowstoch_fast import MixingMatrix
+
+    u, v = np.nonzero(~np.eye(n, dtype=bool))
+    ref = MixingMatrix.from_edges(n, np.stack([u, v], axis=1).astype(np.int64), "in-degree")
+    tracemalloc.start()
+    try:
+        A = topology.complete(n)
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    for name in ("indptr", "indices", "data"):
+        got, want = getattr(A.csr, name), getattr(ref.csr, name)
+        assert got.dtype == want.dtype and np.array_equal(got, want), name
+    assert n < 300 or peak <= 32 * A.nnz, peak / A.nnz
