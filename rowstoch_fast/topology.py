@@ -360,6 +360,7 @@ def complete(n):
            [0.5, 0.5]])
     """
     n = check_int(n, "n", minimum=1, maximum=MAX_NODES)
+    require_memory(float(n) * n * 24.0, f"complete({n})")  # (_circulant's check, before its hops are made)
     return _circulant(n, np.arange(1, n, dtype=np.int64), f"complete({n})")  # (the circulant of every hop, written
     # directly: through an edge list it had peaked at about 82 bytes a weight where 48 were checked, and a second
     # check counted the edges twice, refusing complete(8000) that fits; helper 231)
