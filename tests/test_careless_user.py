@@ -830,7 +830,10 @@ def test_reproduce_refuses_options_its_figure_does_not_read(tmp_path, args, frag
 @pytest.mark.parametrize("args, fragment", [
     (["--algorithms", "mg-pull-diag-gt", "--rounds-budget", "5"],
      "--rounds-budget = 5 is less than one iteration of mg-pull-diag-gt (R = 29 rounds); raise the budget or "
-     "pass --mg-rounds"),
+     "pass fewer rounds (--mg-rounds)"),
+    (["--algorithms", "mg-pull-diag-gt", "--mg-rounds", "1000", "--rounds-budget", "500"],
+     "--rounds-budget = 500 is less than one iteration of mg-pull-diag-gt (R = 1000 rounds); raise the budget or "
+     "lower its rounds (--mg-rounds)"),  # (helper 231: "or pass --mg-rounds" to one who had passed it)
     (["--algorithms", "pull-diag-gt,pull-diag-gt"], "--algorithms: 'pull-diag-gt' is listed twice"),
     (["--algorithms", "dsgd", "--lr", "dsgd=-1"], "--lr: dsgd = -1.0 must be a finite number > 0"),
 ])

@@ -3605,7 +3605,8 @@ def test_bad_arguments_name_what_is_wrong(problem):
                                             "it fewer rounds"):
         cmp.compare(A, f, "mg-pull-diag-gt", 10, lr=0.01, hyper={"mg-pull-diag-gt": {"rounds": 5}}, progress=False)
     with pytest.raises(ValueError, match="rounds_budget = 3 is less than one iteration of mg-pull-diag-gt "
-                                         r"\(R = 5 rounds\)"):  # it ran one iteration over the budget
+                                         r"\(R = 5 rounds\); raise the budget or lower its rounds"):  # it ran one
+        # iteration over the budget
         cmp.compare(A, f, "mg-pull-diag-gt", 3, lr=0.01, mg_rounds=5, progress=False)
     with pytest.raises(ValueError, match="mg_rounds must be >= 1, got 0"):
         cmp.compare(A, f, "mg-pull-diag-gt", 10, lr=0.01, mg_rounds=0, progress=False)

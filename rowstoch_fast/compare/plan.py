@@ -519,8 +519,11 @@ def make_plan(A, objective, algorithms=None, rounds_budget=2000, *, lr=None, tun
         methods.append(m)
     for m in methods:
         if rounds_budget < m.rounds:  # one iteration would already spend more than the budget
+            given = mg_rounds is not None or "rounds" in hyper.get(m.label, {})  # (helper 231: "or pass
+            # --mg-rounds" to one who had)
             raise ValueError(f"rounds_budget = {rounds_budget} is less than one iteration of {m.label} (R = "
-                             f"{m.rounds} rounds); raise the budget or pass mg_rounds")
+                             f"{m.rounds} rounds); raise the budget or " + ("lower its rounds (mg_rounds)" if given
+                                                                           else "pass fewer rounds (mg_rounds)"))
         if m.iterations(rounds_budget) < MIN_ITERATIONS:
             derived = mg_rounds is None and "rounds" not in hyper.get(m.label, {})  # (Theorem 3's R, or given)
             each = (f": R = {m.rounds} rounds each{' (Theorem 3)' if derived else ''}," if m.rounds > 1
