@@ -1079,3 +1079,14 @@ def test_a_metrics_module_that_is_no_file_is_said_as_what_it_is(tmp_path, capsys
                          str(tmp_path / "out")]) == 2
         err = capsys.readouterr().err.strip().splitlines()
         assert len(err) == 1 and said in err[0], err
+
+
+def test_the_tracker_s_memory_refusal_speaks_the_command_line_s_words(tmp_path, capsys, monkeypatch):
+    """Helper 231: ``rowstoch run --topology ring --n 500`` was refused "use tracker='perron' ... or raise
+    max_bytes": the library's keywords, which the command line does not take."""
+    monkeypatch.setenv("ROWSTOCH_TRACKER_MAX_BYTES", "1000")
+    assert cli.main(["run", "--topology", "ring", "--n", "16", "--iterations", "3", "--out", str(tmp_path / "o"),
+                     "--no-progress"]) == 2
+    err = capsys.readouterr().err
+    assert "out of memory: the exact diagonal tracker needs" in err and "use --tracker perron" in err
+    assert "ROWSTOCH_TRACKER_MAX_BYTES" in err and "tracker='" not in err and "max_bytes" not in err

@@ -59,7 +59,9 @@ class _Terminated:
 
 
 #: Python keywords in the library's messages and the options that set them on the command line.
-_KEYWORD_OPTIONS = {"tracker='perron'": "--tracker perron", "tracker='exact'": "--tracker exact"}
+_KEYWORD_OPTIONS = {"tracker='perron'": "--tracker perron", "tracker='exact'": "--tracker exact",
+                    "or raise max_bytes": "or raise ROWSTOCH_TRACKER_MAX_BYTES",
+                    "raise max_work / ROWSTOCH_TRACKER_MAX_WORK": "raise ROWSTOCH_TRACKER_MAX_WORK"}
 
 
 def _utf8_bytes(exc):
@@ -275,6 +277,9 @@ def _call(args, terminated):
         remove_created()
         text = _as_options(str(exc), {o.name: o.flag for o in network_options.declared() if "_" in o.name})
         # (the library's names, as options: "use a smaller max_delay")
+        for keyword, option in _KEYWORD_OPTIONS.items():  # (the tracker's advice too: "use tracker='perron' ... or
+            # raise max_bytes" had reached the command line as it was, helper 231)
+            text = text.replace(keyword, option)
         _error(f"error: out of memory: {text}")
         return 2
     except KeyboardInterrupt:
