@@ -859,15 +859,14 @@ def tuning_figure(tuning, path=None, formats=("png",), dpi=TUNING_DPI, title=Non
 _GROUPS = ("graph", "setting")
 
 
-def section_keys(frame):
-    """``(columns, keys)``: the section columns ``frame`` has (``graph``, ``setting``) and its distinct labels in
-    them as text (a missing one ``""``), in order of first appearance (none: no rows)."""
-    import pandas as pd
-
-    present = [g for g in _GROUPS if g in getattr(frame, "columns", ())]
+def sections(frame):
+    """``frame``'s rows by section (graph and setting), in order of first appearance: ``[(title, rows)]``
+    (:func:`section_title`; one, titled ``""``, where it has neither column; a missing label a section too)."""
+    present = [g for g in _GROUPS if g in frame.columns]
     if not present:
-        return present, pd.DataFrame(index=range(1 if len(frame) else 0))
-    return present, frame[present].astype(object).fillna("").astype(str).drop_duplicates()
+        return [("", frame)]
+    by = present if len(present) > 1 else present[0]  # (pandas 1.5 warns on a list of one)
+    return [(section_title(part), part) for _, part in frame.groupby(by, sort=False, dropna=False)]
 
 
 def escape_mathtext(text):
@@ -887,12 +886,12 @@ def check_one_section(frame, name="frame"):
     where it has them, hold one value each), else a ValueError naming them: a panel draws one line per algorithm,
     and a compare.csv of three settings read back with pandas had been drawn as their pooled mean (DSGD's line
     ending at 0.11, the mean of 2.3e-4, 6.2e-3 and 0.33, labelled with the first setting's rate; helper 233)."""
-    present, keys = section_keys(frame)
-    if len(keys) > 1:
-        said = [" / ".join(row) for row in keys.itertuples(index=False)]
+    said = [title for title, _ in sections(frame)]
+    if len(said) > 1:
+        column = "setting" if "setting" in frame.columns else "graph"
         raise ValueError(f"{name} holds the records of {len(said)} sections ({'; '.join(said[:4])}"
                          f"{'; ...' if len(said) > 4 else ''}): a panel draws one; select one "
-                         f"(frame[frame[{present[-1]!r}] == ...]), or pass one frame per section "
+                         f"(frame[frame[{column!r}] == ...]), or pass one frame per section "
                          "(compare.read_outputs(folder) reads a comparison's folder so)")
 
 
@@ -1165,17 +1164,13 @@ def identical_runs(table):
     give as well (the caption's "the repetitions tell better" is no statistics there)."""
     if "final_std" not in table.columns:
         return ""
-    ok = table[table["status"] == "ok"]
-    groups = [g for g in _GROUPS if g in table.columns]
-    parts = [("", ok)] if not groups else ok.groupby(groups if len(groups) > 1 else groups[0], sort=False,
-                                                     dropna=False)  # (a section without a setting: its rows too)
-    sections = [(key, part["final_std"].to_numpy(dtype=np.float64)) for key, part in parts if len(part)]
-    equal = [" / ".join(map(str, key)) if isinstance(key, tuple) else str(key)
-             for key, std in sections if (std == 0).all()]
+    parts = [(title, part["final_std"].to_numpy(dtype=np.float64))
+             for title, part in sections(table[table["status"] == "ok"]) if len(part)]
+    equal = [title for title, std in parts if (std == 0).all()]
     said = f"the ranks order the final values themselves, a ratio below {TIE_MARGIN:g} tied."
     if not equal:
         return ""
-    if len(equal) == len(sections):
+    if len(equal) == len(parts):
         return f"Every run's repetitions ended equal (nothing in this problem or network is drawn): {said}"
     return (f"In {', '.join(equal)}, every run's repetitions ended equal (nothing there is drawn): there {said}")  # (a
     # table of drawn and undrawn settings, none,qsgd:4,topk:2: the terminal's sections said it, summary.md and .tex

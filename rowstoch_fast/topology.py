@@ -100,6 +100,11 @@ def _in_degree(n, src, dst, **kw):
     return MixingMatrix.from_edges(n, np.stack([src, dst], axis=1), "in-degree", **kw)
 
 
+#: Bytes a weight of a circulant digraph takes while :func:`_circulant` writes it (its columns, their sort, the
+#: weights).
+CIRCULANT_BYTES = 24.0
+
+
 def _circulant(n, hops, what):
     """In-degree weights on the circulant digraph where node ``i`` hears from itself and ``i - h (mod n)``.
 
@@ -110,7 +115,7 @@ def _circulant(n, hops, what):
     """
     width = hops.size + 1
     nnz = n * width
-    require_memory(nnz * 24.0, what)
+    require_memory(nnz * CIRCULANT_BYTES, what)
     itype = np.int32 if nnz < 2**31 else np.int64
     offsets = np.concatenate([[0], hops]).astype(itype)
     cols = np.empty((n, width), dtype=itype)
@@ -360,7 +365,7 @@ def complete(n):
            [0.5, 0.5]])
     """
     n = check_int(n, "n", minimum=1, maximum=MAX_NODES)
-    require_memory(float(n) * n * 24.0, f"complete({n})")  # (_circulant's check, before its hops are made)
+    require_memory(float(n) * n * CIRCULANT_BYTES, f"complete({n})")  # (_circulant's check, before its hops)
     return _circulant(n, np.arange(1, n, dtype=np.int64), f"complete({n})")  # (the circulant of every hop, written
     # directly: through an edge list it had peaked at about 82 bytes a weight where 48 were checked, and a second
     # check counted the edges twice, refusing complete(8000) that fits; helper 231)

@@ -384,15 +384,14 @@ class NetworkTracker:
         else:
             max_bytes = _limit(max_bytes, "max_bytes")
         need = 8.0 * network.n * network.n
+        instead = "use an algorithm without a diagonal tracker: SGP or Push-DIGing (push-sum weights), Push-Pull, DSGD"
         if need > max_bytes:
             raise MemoryError(
                 f"the exact diagonal tracker of a time-varying network keeps V_t = A_t ... A_0, {network.n} x "
                 f"{network.n} values ({need / 2**30:.1f} GiB, limit {max_bytes / 2**30:.1f} GiB); on networks this "
-                "large use an algorithm without a diagonal tracker: SGP or Push-DIGing (push-sum weights), "
-                "Push-Pull, DSGD")
+                f"large {instead}")
         require_memory(2 * need, f"the exact diagonal tracker of a time-varying network (V_t and the next, "
-                       f"{network.n} x {network.n} values each)", "use an algorithm without a diagonal tracker: SGP "
-                       "or Push-DIGing (push-sum weights), Push-Pull, DSGD")  # (the free memory too, not the limit
+                       f"{network.n} x {network.n} values each)", instead)  # (the free memory too, not the limit
         # alone: 15,000 nodes had stepped a row and ended in NumPy's bare allocation error, helper 231)
 
     def resumed_at(self, t):

@@ -64,6 +64,13 @@ _KEYWORD_OPTIONS = {"tracker='perron'": "--tracker perron", "tracker='exact'": "
                     "raise max_work / ROWSTOCH_TRACKER_MAX_WORK": "raise ROWSTOCH_TRACKER_MAX_WORK"}
 
 
+def _in_option_words(text):
+    """The library's advice in ``text`` in the command line's words (:data:`_KEYWORD_OPTIONS`)."""
+    for keyword, option in _KEYWORD_OPTIONS.items():
+        text = text.replace(keyword, option)
+    return text
+
+
 def _utf8_bytes(exc):
     """An encoding error handler: what a stream's codec cannot encode written as its UTF-8 bytes (and escaped
     bytes, lone surrogates, as themselves)."""
@@ -265,21 +272,17 @@ def _call(args, terminated):
         return args.func(args)
     except UsageError as exc:
         remove_created()  # (an --out made before the refusal: nothing is left behind)
-        text = str(exc)
-        for keyword, option in _KEYWORD_OPTIONS.items():  # the library's advice, in the command line's words
-            text = text.replace(keyword, option)
-        text = drop_turned_off(text, getattr(args, "given", ()))[0]
+        text = drop_turned_off(_in_option_words(str(exc)), getattr(args, "given", ()))[0]
         _error(f"error: {text}")
         if getattr(args, "before_mpi", False):  # (refused before MPI's initialization, maybe on this rank alone)
             _end_the_launch(getattr(args, "argv", []), 2)
         return 2
     except MemoryError as exc:
         remove_created()
-        text = _as_options(str(exc), {o.name: o.flag for o in network_options.declared() if "_" in o.name})
-        # (the library's names, as options: "use a smaller max_delay")
-        for keyword, option in _KEYWORD_OPTIONS.items():  # (the tracker's advice too: "use tracker='perron' ... or
-            # raise max_bytes" had reached the command line as it was, helper 231)
-            text = text.replace(keyword, option)
+        text = _in_option_words(_as_options(str(exc), {o.name: o.flag for o in network_options.declared()
+                                                        if "_" in o.name}))
+        # (the library's names, as options: "use a smaller max_delay"; the tracker's advice too, "use
+        # tracker='perron' ... or raise max_bytes" had reached the command line as it was, helper 231)
         _error(f"error: out of memory: {text}")
         return 2
     except KeyboardInterrupt:

@@ -15,7 +15,7 @@ import numpy as np
 from .._checks import check_text
 from .._files import atomic_write, check_path
 from .._files import process_alive as _alive  # (patched in a test)
-from ..report import FORMATS, section_keys, section_title as report_section_title
+from ..report import FORMATS, section_title as _title, sections
 from .tables import GROUPS, check_frame, frame_metric, summary
 
 __all__ = ["write_outputs", "write_tables", "json_tuning", "plot", "atomic_write", "write_records",
@@ -281,9 +281,6 @@ def write_records(frames, folder):
     atomic_write(os.path.join(folder, "compare.csv"), lambda fh: frame.to_csv(fh, index=False))
 
 
-_title = report_section_title
-
-
 def _frame_list(frames):
     """``frames`` as a list: one frame of :func:`~rowstoch_fast.compare.compare`, or several (a bare frame was
     indexed as a list: ``KeyError: 0``)."""
@@ -301,11 +298,10 @@ def _sections(frame):
     """``frame`` as one frame per graph and setting it holds (in order), each with its ``attrs`` (a compare.csv of
     three settings read back with pandas had been written as one section: its tables' rows three "dsgd" lines
     without their setting, lr.json one entry, the figure their pooled mean; helper 233)."""
-    present, keys = section_keys(frame)
-    if len(keys) <= 1:
+    parts = sections(frame)
+    if len(parts) <= 1:
         return [frame]
-    by = present if len(present) > 1 else present[0]  # (pandas 1.5 warns on a list of one)
-    parts = [part.copy() for _, part in frame.groupby(by, sort=False, dropna=False)]
+    parts = [part.copy() for _, part in parts]
     for part in parts:
         part.attrs = dict(frame.attrs)
     return parts
@@ -390,8 +386,8 @@ def write_tables(frames, folder, metrics=(), caption=None, kept=None, cache=None
     atomic_write(os.path.join(folder, "summary.md"), lambda fh: fh.write(markdown))
     atomic_write(os.path.join(folder, "summary.tex"),
                  lambda fh: fh.write(report.to_latex(shown_table, shown, caption=caption, label=table_label(folder))))
-    rates = {_title(fr): {"metric": metric, "metrics": shown, "lr": fr.attrs.get("lr", {}), "source": fr.attrs.get("lr_source", {}),
-                          "tuning": json_tuning(fr.attrs.get("tuning", {})),
+    rates = {_title(fr): {"metric": metric, "metrics": shown, "lr": fr.attrs.get("lr", {}),
+                          "source": fr.attrs.get("lr_source", {}), "tuning": json_tuning(fr.attrs.get("tuning", {})),
                           **({"converged": _levels(fr.attrs["converged"])} if "converged" in fr.attrs else {})}
              for fr in frames}  # (converged: the ranks' rounding levels, which compare.csv cannot keep: read_outputs)
     if kept is not None and len(kept):
@@ -421,14 +417,10 @@ def read_records(path):
     import pandas as pd
 
     exact = {"float_precision": "round_trip"} if int(pd.__version__.split(".")[0]) < 3 else {}
-    frame = pd.read_csv(whole_lines(path), **exact)
-    labels = [c for c in (*GROUPS, "algorithm") if c in frame.columns]
-    if labels and len(frame):  # (the labels as written: a setting "0", "001" or "NA" had been read as a number or
-        # NaN, and lr.json's entry of "ring / 0" looked up as "ring / 0.0"; helper 236)
-        text = pd.read_csv(path, usecols=labels, dtype=str, keep_default_na=False)
-        for c in labels:
-            frame[c] = text[c].where(text[c] != "", frame[c].where(frame[c].isna(), text[c])).astype(object)
-    return frame
+    return pd.read_csv(whole_lines(path), dtype={c: str for c in (*GROUPS, "algorithm")}, keep_default_na=False,
+                        na_values=[""], **exact)  # (the labels as written: a setting "0", "001" or "NA" had been
+    # read as a number or NaN, and lr.json's entry of "ring / 0" looked up as "ring / 0.0"; helper 236. An empty
+    # field, what to_csv writes for NaN, is NaN still)
 
 
 def read_outputs(folder):
@@ -502,13 +494,10 @@ def read_outputs(folder):
         raise ValueError(f"folder {folder!r}: its compare.csv has no algorithm column: it is not a comparison's")
     if "diagnosis" in records.columns:  # (none is "", which the CSV reads as NaN)
         records["diagnosis"] = records["diagnosis"].astype(object).where(records["diagnosis"].notna(), "")
-    present = [g for g in GROUPS if g in records.columns]
-    by = present if len(present) > 1 else present[0] if present else None  # (pandas 1.5 warns on a list of one)
-    parts = [part for _, part in records.groupby(by, sort=False, dropna=False)] if present else [records]
     frames, unlevelled = [], False
-    for part in parts:
+    for title, part in sections(records):
         part = part.reset_index(drop=True)
-        entry = rates.get(_title(part)) if present else None
+        entry = rates.get(title)
         if entry is None and len(rates) == 1:  # (one graph and setting: its entry, whatever its title)
             entry = next(iter(rates.values()))
         entry = entry if isinstance(entry, dict) else {}
@@ -549,16 +538,12 @@ def _carry_rates(rates, kept, earlier):
     """Into ``rates`` (lr.json's, by graph and setting), the entries of ``earlier`` (the resumed comparison's
     lr.json) of the methods whose records ``kept`` carries on: a resume stopped before it reached them had written
     lr.json without them, and the next one lost their tuning records for good."""
-    present = [g for g in GROUPS if g in kept.columns]
-    by = present if len(present) > 1 else present[0] if present else None  # (pandas 1.5 warns on a list of one)
-    parts = kept.groupby(by, sort=False, dropna=False) if present else [((), kept)]
-    for _, part in parts:
-        title = _title(part)
+    for title, part in sections(kept):
         old = earlier.get(title)
         if not old:
             continue
         entry = rates.setdefault(title, {"metric": old.get("metric"), "lr": {}, "source": {}, "tuning": {},
-                                         **({"converged": old["converged"]} if "converged" in old else {})})
+                                         **{key: old[key] for key in ("metrics", "converged") if key in old}})
         for label in dict.fromkeys(part["algorithm"].astype(str)):
             for key in ("lr", "source", "tuning"):
                 if label in (old.get(key) or {}) and label not in entry[key]:
