@@ -362,6 +362,7 @@ bool gt_y_phase(py::array indptr, py::array indices, py::array data, int64_t R, 
                 {{&x, "x"}, {&y, "y"}, {&g_new, "g_new"}, {&g_old, "g_old"}, {&s_new, "s_new"}, {&s_old, "s_old"},
                  {&A.indptr, "indptr"}, {&A.indices, "indices"}, {&A.data, "data"}});
     bool finite = true;
+    Interrupt interrupt(A.nnz * w);  // (R passes without the GIL: 10^9 of them had held Ctrl-C for hours)
     dispatch(A, [&](auto i, auto t) {
         using I = decltype(i);
         using T = decltype(t);
@@ -373,8 +374,10 @@ bool gt_y_phase(py::array indptr, py::array indices, py::array data, int64_t R, 
         const T lr_t = static_cast<T>(lr);
         py::gil_scoped_release nogil;
         rowstoch::gt_tracker_input(A.n, w, yp, gn, go, sn, so, pp);
-        finite = rowstoch::gt_tracker_mix(Ap, Aj, Ax, A.n, w, R, lr_t, pp, kp, xp, yo, wp);
+        finite = rowstoch::gt_tracker_mix(Ap, Aj, Ax, A.n, w, R, lr_t, pp, kp, xp, yo, wp,
+                                          [&] { return interrupt.poll(); });
     });
+    interrupt.rethrow_if_raised();
     return finite;
 }
 

@@ -1417,6 +1417,7 @@ def run(algorithm, objective, iterations, *, record_every=None, repeats=1, seed=
             # that diverged between two records, or before the first, does not end on an older record (its start)
             _record(opt, objective, oracle, rows, t0, metrics)
         if failed is not None:
+            failed = _in_rounds_words(failed, opt)
             _keep_on_failure(failed, opt, oracle, rows, meta, checkpoint, time.perf_counter() - t0)
             raise failed
         meta["completed_iterations"] = opt.iteration
@@ -1442,6 +1443,15 @@ def run(algorithm, objective, iterations, *, record_every=None, repeats=1, seed=
                 # gone with it, every one lost; they go with the error, as for a run that raised)
                 exc.history = History(rows, meta)
                 raise
+        if interrupted and rows and rows[-1][0] != opt.iteration:
+            # the state it stopped at, recorded (not in the checkpoint, whose records stay those of an uninterrupted
+            # run): a run of 10^9 iterations stopped after hours had kept its start's record alone. Under MPI every
+            # process stopped at the same iteration (_AgreedStop), and a second signal is held meanwhile; in one
+            # process a second Ctrl-C here leaves the records as they were
+            try:
+                _record(opt, objective, oracle, rows, t0, metrics)
+            except KeyboardInterrupt:
+                pass
         grew = _warn_if_growing(rows, algorithm.lr)
         if grew:  # (compare marks such a run diverged)
             meta["grew"] = grew
@@ -1514,7 +1524,13 @@ def _set_up(algorithm, objective, iterations, repeats, x0, seed, first_repeat, r
         last = data.get("oracle_last")
         oracle.last = None if last is None else opt.scatter(last)
     else:
-        opt.initialize(oracle)
+        try:
+            opt.initialize(oracle)
+        except ValueError as exc:
+            said = _in_rounds_words(exc, opt)
+            if said is exc:
+                raise
+            raise said from None
     meta["setup_seconds"] = time.perf_counter() - setup_start  # optimizer, tracker, first gradients, GPU kernels
     logger.info("%s (lr %g) on the %s backend, %d nodes, %d repetitions, %d threads: set up in %.2f s, %s at "
                 "iteration %d", meta["algorithm"], algorithm.lr if np.ndim(algorithm.lr) == 0 else float("nan"),
@@ -1578,6 +1594,17 @@ def _warn_unmeasured(objective, rows, metrics):
         warnings.warn(f"{', '.join(nan)} {'is' if len(nan) == 1 else 'are'} NaN at the start (iteration 0, finite "
                       f"iterates): {type(objective).__name__}'s {' and '.join(kinds)} return NaN there, and every "
                       f"record of {'it' if len(nan) == 1 else 'them'} will be NaN", RuntimeWarning, stacklevel=4)
+
+
+def _in_rounds_words(exc, opt):
+    """A gradient's refusal of its mini-batches in the words of the ``rounds`` that set them: a multi-round
+    method's oracle averages ``rounds`` mini-batches per call (eq. 12b), and ``rounds=10**9`` was refused as
+    "batches = 1000000000 ...; lower batches or batch", an argument the caller never gave."""
+    text = str(exc)
+    if opt.rounds > 1 and type(exc) is ValueError and text.startswith(f"batches = {opt.rounds} "):
+        return ValueError(f"rounds = {opt.rounds}: each gradient averages {opt.rounds} mini-batches (eq. 12b), and "
+                          + text.replace("lower batches or batch", "lower rounds or the batch"))
+    return exc
 
 
 def _keep_on_failure(exc, opt, oracle, rows, meta, checkpoint, wall):

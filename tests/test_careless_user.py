@@ -182,15 +182,20 @@ def test_the_check_before_x0_is_copied_asks_no_more_than_the_blocks(monkeypatch)
 
 @pytest.mark.skipif(sys.platform == "win32", reason="SIGINT to a child process")
 @pytest.mark.parametrize("call", ["A.mix_power(np.ones((A.n, 4)), 10**7)",  # (about an hour; 10**12 refused)
-                                  "diag_powers(topology.ring(4096), 10**8, 3, block=64, max_work=math.inf)"])
+                                  "diag_powers(topology.ring(4096), 10**8, 3, block=64, max_work=math.inf)",
+                                  # (the fused y phase of MG-Pull-Diag-GT's rounds: --rounds 10**9 held Ctrl-C)
+                                  "_core.gt_y_phase(A.csr.indptr, A.csr.indices, A.csr.data, 10**7, 0.1, "
+                                  "*[np.zeros((A.n, 4))] * 4, np.ones(A.n), np.ones(A.n), "
+                                  "*[np.zeros((A.n, 4)) for _ in range(4)], False)"])
 def test_ctrl_c_stops_a_long_compiled_loop(tmp_path, call):
-    """A power A^R or the tracker's diagonals run in C++ without the GIL for as long as asked; Ctrl-C still
-    stops them within a fraction of a second (KeyboardInterrupt), instead of after the whole loop."""
+    """A power A^R, the tracker's diagonals or the fused tracker phase run in C++ without the GIL for as long as
+    asked; Ctrl-C still stops them within a fraction of a second (KeyboardInterrupt), instead of after the whole
+    loop."""
     import signal
     import subprocess
     import time
 
-    code = ("import math, sys, time\nimport numpy as np\nfrom rowstoch_fast import topology\n"
+    code = ("import math, sys, time\nimport numpy as np\nfrom rowstoch_fast import _core, topology\n"
             "from rowstoch_fast.tracker import diag_powers\nA = topology.exponential(4096)\nprint('ready', flush=True)\n"
             f"try:\n    {call}\nexcept KeyboardInterrupt:\n    print('interrupted', flush=True)\n")
     proc = subprocess.Popen([sys.executable, "-c", code], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
@@ -206,6 +211,19 @@ def test_ctrl_c_stops_a_long_compiled_loop(tmp_path, call):
         proc.communicate()
     assert "interrupted" in out and proc.returncode == 0, err
     assert time.perf_counter() - sent < 10
+
+
+def test_rounds_whose_mini_batches_are_refused_are_named_as_rounds(tmp_path):
+    """A multi-round method's gradients average ``rounds`` mini-batches (eq. 12b): ``rounds=10**9`` was refused as
+    "batches = 1000000000 ...; lower batches or batch", an argument neither the library's caller nor the command
+    line's had given."""
+    f = NonconvexLogistic.synthetic(n=16)
+    with pytest.raises(ValueError, match=r"^rounds = 1000000000: each gradient averages 1000000000 mini-batches "
+                                         r"\(eq. 12b\), and batches = .* lower rounds or the batch$"):
+        run(Algorithm(topology.exponential(16), lr=3e-3, rounds=10**9), f, 3)
+    rc, _, err = rowstoch_here("run", "--algorithm", "mg-pull-diag-gt", "--rounds", "1000000000", "--no-progress",
+                               "--out", tmp_path)
+    assert_one_line_error(rc, err, "rounds = 1000000000: each gradient averages", "lower --rounds or --batch")
 
 
 def test_mistyped_node_id_in_edge_list(tmp_path):

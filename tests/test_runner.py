@@ -92,7 +92,11 @@ def test_ctrl_c_keeps_the_record_and_the_checkpoint_resumes(problem, tmp_path):
     ck = str(tmp_path / "ck.npz")
     h = run(algo(), f, 50, record_every=10, progress=False, checkpoint=ck, checkpoint_every=1000)
     assert h.interrupted and h.meta["completed_iterations"] == 24
-    assert list(h.summary()["iteration"]) == [0, 10, 20]
+    # the state it stopped at is recorded (a run of 10^9 iterations stopped after hours had kept its start's
+    # record alone), as a run of 24 iterations records it; the checkpoint's records stay those of the grid
+    assert list(h.summary()["iteration"]) == [0, 10, 20, 24]
+    short = run(algo(), problem, 24, record_every=10, progress=False)
+    assert np.array_equal(h.frame[COLS].to_numpy(float), short.frame[COLS].to_numpy(float))
     resumed = run(algo(), f, 50, record_every=10, progress=False, resume=ck)
     full = run(algo(), problem, 50, record_every=10, progress=False)
     assert np.array_equal(resumed.frame[COLS].to_numpy(float), full.frame[COLS].to_numpy(float))

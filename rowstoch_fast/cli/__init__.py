@@ -61,7 +61,8 @@ class _Terminated:
 #: Python keywords in the library's messages and the options that set them on the command line.
 _KEYWORD_OPTIONS = {"tracker='perron'": "--tracker perron", "tracker='exact'": "--tracker exact",
                     "or raise max_bytes": "or raise ROWSTOCH_TRACKER_MAX_BYTES",
-                    "raise max_work / ROWSTOCH_TRACKER_MAX_WORK": "raise ROWSTOCH_TRACKER_MAX_WORK"}
+                    "raise max_work / ROWSTOCH_TRACKER_MAX_WORK": "raise ROWSTOCH_TRACKER_MAX_WORK",
+                    "lower rounds or the batch": "lower --rounds or --batch"}
 
 
 def _in_option_words(text):

@@ -23,6 +23,7 @@
 
 #include <cmath>
 #include <cstdint>
+#include <functional>
 
 #include "mix.hpp"
 #include "parallel.hpp"
@@ -71,13 +72,17 @@ inline bool descent_rows(std::int64_t w, T lr, const T* __restrict x, const T* _
 // y <- A^R psi, then xw <- x - lr y in the last pass's row loop.
 // psi and work are ping-pong buffers (psi is clobbered when R > 1).
 // Returns false if any entry of xw is NaN or Inf (i.e. x or y is not finite).
+// `stop` (optional) is asked before each pass after the first, as csr_mix_power's: true abandons the phase (y and
+// xw are then undefined, the return value true).
 template <class I, class T>
 bool gt_tracker_mix(const I Ap[], const I Aj[], const T Ax[], std::int64_t n, std::int64_t w,
-                    std::int64_t R, T lr, T psi[], T work[], const T x[], T y[], T xw[]) {
+                    std::int64_t R, T lr, T psi[], T work[], const T x[], T y[], T xw[],
+                    const std::function<bool()>& stop = nullptr) {
     const int threads = threads_for(static_cast<std::int64_t>(Ap[n]) * w);
     T* src = psi;
     T* dst = work;
     for (std::int64_t s = 1; s < R; ++s) {  // R - 1 plain passes
+        if (s > 1 && stop && stop()) return true;
         for_rows(Ap, n, threads, [&](std::int64_t lo, std::int64_t hi) {
             csr_mix_rows(Ap, Aj, Ax, src, w, lo, hi, dst);
         });
@@ -85,6 +90,7 @@ bool gt_tracker_mix(const I Ap[], const I Aj[], const T Ax[], std::int64_t n, st
         src = dst;
         dst = t;
     }
+    if (R > 1 && stop && stop()) return true;
     int bad = 0;
     for_rows(Ap, n, threads, [&](std::int64_t lo, std::int64_t hi) {
         csr_mix_rows(Ap, Aj, Ax, src, w, lo, hi, y);
