@@ -457,6 +457,31 @@ def test_two_layers_options_spelled_alike_are_refused():
         LAYERS.pop("twice-test", None)
 
 
+@pytest.mark.parametrize("option, message", [
+    (dict(name="lr", kind=float, default=None), "Burst: its option --lr is the command line's own --lr"),
+    (dict(name="seed", kind=int, default=None, cli="--burst-seed"),
+     "Burst: its option 'seed' has the destination of the command line's own --seed")])
+def test_a_layer_option_spelled_as_the_commands_own_is_refused(option, message):
+    """A layer's ``Option("lr", ...)`` had ended every command, ``rowstoch algorithms`` too, with argparse's
+    "conflicting option string: --lr" naming no layer; one whose destination alone was another option's would
+    have set that option (helper 238)."""
+    from rowstoch_fast.cli.parser import make_parser
+    from rowstoch_fast.network import Sleepy
+    from rowstoch_fast.network.base import LAYERS
+    from rowstoch_fast.network.options import Option
+
+    class Burst(Sleepy):
+        layer = "burst-test"
+        OPTIONS = (Option(**option, help="a clash"),)
+
+    try:
+        with pytest.raises(TypeError, match=re.escape(message)):
+            make_parser()
+    finally:
+        LAYERS.pop("burst-test", None)
+    make_parser()
+
+
 def test_ranks_whose_commands_differ_are_said_as_each_wrote_it(tmp_path, monkeypatch, capsys):
     """An MPMD launch where one rank wrote ``--n 8`` beside an experiment file that the other took its n from: the
     refusal was reworded as the file's key on rank 0 ("rank 1 has '[network] n 8'"), which neither rank wrote. MPI

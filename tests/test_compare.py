@@ -3660,6 +3660,38 @@ def test_arguments_of_the_wrong_type_are_named(problem):
         cmp.compare(topology.exponential(4), f, "dsgd", 10, lr=0.1, progress=False)
 
 
+def test_a_method_of_the_users_own_runs_in_worker_processes(tmp_path, monkeypatch):
+    """Only the methods' names travel to the worker processes: a method of the user's whose module was imported in a
+    function (or under ``python -c``) ended ``jobs=2`` with a bare ``KeyError: 'NAME'``; its class now travels
+    with the plan, and one defined in a function is refused naming it (helper 238)."""
+    import importlib
+
+    from rowstoch_fast.algorithms import DSGD, REGISTRY
+
+    (tmp_path / "own_methods_238.py").write_text(
+        "from rowstoch_fast.algorithms import DSGD\n\n\nclass OwnDSGD(DSGD):\n    name = 'own-dsgd-238'\n")
+    monkeypatch.syspath_prepend(str(tmp_path))
+    try:
+        importlib.import_module("own_methods_238")  # (in the function, as a script's main() would)
+        A, f = topology.exponential(8), Quadratic.random(8, 3, seed=1)
+        kw = dict(lr=0.1, tune=False, repeats=1, progress=False)
+        serial = cmp.compare(A, f, "own-dsgd-238,dgd", 20, **kw)
+        parallel = cmp.compare(A, f, "own-dsgd-238,dgd", 20, jobs=2, **kw)
+        cols = ["loss", "grad_norm", "consensus_error"]
+        np.testing.assert_array_equal(serial[cols].to_numpy(), parallel[cols].to_numpy())
+
+        class Local(DSGD):
+            name = "local-dsgd-238"
+
+        with pytest.raises(ValueError, match=r"which cannot import method 'local-dsgd-238' \(class .*<locals>\.Local: "
+                                             r".*define it at the top level of a module, or run with jobs=1"):
+            cmp.compare(A, f, "local-dsgd-238,dgd", 20, jobs=2, **kw)
+    finally:
+        REGISTRY.pop("own-dsgd-238", None)
+        REGISTRY.pop("local-dsgd-238", None)
+        sys.modules.pop("own_methods_238", None)
+
+
 def test_the_default_of_jobs_is_rowstoch_jobs_or_the_cores(monkeypatch, tmp_path):
     """``ROWSTOCH_JOBS`` (e.g. 1 where a test runner or a job array runs a process per core already), else the
     cores; anything but a positive integer is refused naming the variable (the command: one line, exit 2)."""
@@ -4869,6 +4901,16 @@ def test_a_resume_folder_whose_files_are_damaged_or_foreign_is_refused_naming_th
     refused(bare, "its .rowstoch-settings.json (the settings the comparison started with")
     (bare / ".rowstoch-settings.json").write_text("[1]")  # (a foreign copy: a traceback before)
     refused(bare, "its .rowstoch-settings.json is not the copy of a comparison's settings")
+    # a layer of the user's own, registered by the launcher that started the comparison: resumed without it, its
+    # setting had been dropped silently and the runs had gone on over reliable links (helper 238)
+    own = tmp_path / "own"
+    shutil.copytree(out, own)
+    for name in ("experiment.json", ".rowstoch-settings.json"):
+        saved = json.loads((own / name).read_text())
+        saved["settings"]["burst_length"] = 2
+        (own / name).write_text(json.dumps(saved))
+    refused(own, "its experiment.json sets burst_length = 2, which no option of this command has (a network layer "
+                 "of your own? resume the comparison the way it was started")
 
 
 def test_a_signal_inside_the_first_import_of_pandas_waits_until_it_is_in(tmp_path):

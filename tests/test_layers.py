@@ -258,6 +258,9 @@ def test_the_guide_recipe_adds_a_layer_in_one_module(tmp_path, capsys, cuda_on_h
         # the registry tests: its definition, its compositions, every algorithm, a resume
         nets = network.examples(BASES["row"]())
         assert {"dropout", "lossy/dropout", "dropout/qsgd", "schedule/dropout"} <= set(nets)
+        # a comparison's repetitions redraw the losses under it (its _twin: "Dropout cannot be drawn anew", helper 238)
+        again = network.redrawn(Dropout(network.Lossy(BASES["row"](), 0.1, seed=1), [0], 2), 3)
+        assert isinstance(again, Dropout) and again.base.seed == 4 and again.nodes == (0,)
         # the per-link methods follow its links (fixed_links reads what it declares, here Sleepy's), not a schedule's
         assert network.fixed_links(nets["lossy/dropout"]) and not network.fixed_links(nets["schedule/dropout"])
         assert {"robust-gradient-push", "r-fast"} <= {cls.name for cls, _ in _applicable("lossy/dropout")}

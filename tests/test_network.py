@@ -1680,3 +1680,34 @@ def test_the_network_trackers_arguments_are_checked(call, error, fragment):
     with pytest.raises(error, match=fragment):
         call(nt, net)
     np.testing.assert_array_equal(nt.scale(np.int64(2)), NetworkTracker(net).scale(2))
+
+
+def test_a_layer_that_declares_it_keeps_symmetry_is_checked_under_the_undirected_rule():
+    """A links layer of the user's that drops one directed link at even iterations and renormalises that row, and
+    declares ``keeps_symmetry``: DIGing, EXTRA and DGD ran on it and settled 0.16 off the minimiser, silently
+    (helper 238). Its first rounds are checked; the package's layers pass."""
+    from rowstoch_fast.algorithms import DIGing
+    from rowstoch_fast.network import Network
+
+    class Thin(Network):
+        acts_on, keeps_symmetry = "links", True
+
+        def __init__(self, A):
+            self.base, self.n, self.stochastic = A, A.n, "row"
+
+        def matrix(self, t, r=0):
+            M = self.base.toarray().copy()
+            if t % 2 == 0:
+                M[0, 1] = 0
+                M[0] /= M[0].sum()
+            return MixingMatrix(M)
+
+        def map(self, f):
+            return Thin(f(self.base))
+
+    W = topology.ring(6, directed=False, weights="metropolis")
+    with pytest.raises(ValueError, match=r"Thin\(.*\): its rounds under the undirected rule are not symmetric and "
+                                         r"doubly stochastic, though its layers declare keeps_symmetry: at iteration 0"):
+        DIGing(Thin(W), np.zeros((6, 1)), lr=0.05)
+    for net in (Lossy(W, 0.3, seed=1), Sleepy(W, 0.4, seed=2), Lossy(Sleepy(W, 0.2, seed=3), 0.5, seed=4)):
+        DIGing(net, np.zeros((6, 1)), lr=0.05)  # (the rule's own rounds pass)

@@ -187,6 +187,28 @@ def _check_grad_fn(grad_fn):
                         f"{type(grad_fn).__name__} {grad_fn!r:.60}")
 
 
+
+def _registered_name(cls):
+    """``cls.name``, checked before :data:`REGISTRY` takes it: a name another class holds had replaced that method
+    everywhere (``name = "dsgd"``: ``Algorithm(method="dsgd")``, ``compare`` and the command line ran the new class,
+    ``rowstoch_fast.DSGD`` the old one), a comparison's ``mg-`` label had been taken over, and a name with a comma,
+    a space or ``=`` had been registered that ``--algorithms`` and ``--lr NAME=VALUE`` can never name (helper 238).
+    The same class defined again (a module reloaded, a notebook's cell run again) takes its own name back."""
+    name = cls.__dict__["name"]
+    if not isinstance(name, str) or not name:
+        raise TypeError(f"{cls.__qualname__}: name must be a non-empty string, got {name!r}")
+    bad = sorted({c for c in name if c in ",=" or c.isspace()})
+    if bad or name.startswith("mg-"):
+        why = (f"it has {' and '.join(repr(c) for c in bad)}, which the command line's lists (--algorithms a,b, "
+               "--lr NAME=VALUE) cannot hold" if bad else
+               "'mg-NAME' is the comparisons' label of NAME with several gossip rounds per iteration")
+        raise TypeError(f"{cls.__qualname__}: the method name {name!r} cannot be registered: {why}")
+    known = REGISTRY.get(name)
+    if known is not None and (known.__module__, known.__qualname__) != (cls.__module__, cls.__qualname__):
+        raise TypeError(f"{cls.__qualname__}: the method name {name!r} is {known.__module__}.{known.__qualname__}'s; "
+                        "give the new method a name of its own")
+    return name
+
 class Optimizer(AskTell, FailureHandling, Persistence):
     """Base class of the decentralized optimizers (see the module docstring for how to write one).
 
@@ -348,8 +370,11 @@ class Optimizer(AskTell, FailureHandling, Persistence):
 
     def __init_subclass__(cls, **kwargs):
         super().__init_subclass__(**kwargs)
-        if cls.__dict__.get("name"):
-            REGISTRY[cls.name] = cls
+        if cls.model not in cls.state:  # (a KeyError: 'x' from inside the constructor, naming nothing)
+            raise TypeError(f"{cls.__qualname__}: its state {cls.state!r} lacks its model block {cls.model!r} (the "
+                            "block x0 is loaded into, and the iterate: name it in state, or set model)")
+        if "name" in cls.__dict__ and cls.__dict__["name"] is not None:
+            REGISTRY[_registered_name(cls)] = cls
         for name in cls.hyper:  # the others are fixed once built (opt.tracker = ... was silently ignored)
             if not isinstance(getattr(cls, name, None), (_Fixed, _StepSize, property)):
                 attr = _Fixed(getattr(cls, name, None))
@@ -1144,7 +1169,8 @@ class Optimizer(AskTell, FailureHandling, Persistence):
         return self
 
     def _advance(self, grad_fn, cur, nxt, t):
-        raise NotImplementedError
+        raise NotImplementedError(f"{type(self).__name__} defines no _advance(grad_fn, cur, nxt, t): a method's "
+                                  "step (docs/guide/developers.md)")
 
     def _carry(self, cur, nxt, *names):
         """The blocks ``names`` this step leaves as they were: ``nxt[name] <- cur[name]``. On the host no copy:
@@ -1179,6 +1205,12 @@ class Optimizer(AskTell, FailureHandling, Persistence):
                 break
         else:
             return cur
+        owned = {*map(id, blocks.values()), *map(id, cur.values())}
+        foreign = next((name for name, block in nxt.items() if id(block) not in owned), None)
+        if foreign is not None:  # (an array of another shape or dtype had become the iterate, silently: helper 238)
+            raise RuntimeError(f"{type(self).__name__}: this step rebound its block {foreign!r} to another array "
+                               f"(nxt[{foreign!r}] = ...); write into the block (nxt[{foreign!r}][...] = ..., or "
+                               f"self._ops.combine(nxt[{foreign!r}], ...)), or keep it as it was with self._carry")
         taken = set(map(id, nxt.values()))
         if len(taken) < len(nxt):  # (_carry_as's contract: one block from each source)
             raise RuntimeError(f"{type(self).__name__}: two blocks of this step share one buffer (_carry_as took "

@@ -791,6 +791,12 @@ def _read_resumed_comparison(args):
             raise UsageError(f"--resume {folder!r}: its experiment.json was edited: {key} = {new!r}, but the "
                              f"comparison ran with {key} = {old!r}; only repeats may grow (start a new comparison "
                              "for other settings)")
+    unknown = sorted(set(settings) - {*_SETTINGS, *network_options.names(), *_SETTINGS_AFTER})
+    if unknown:  # (a layer of the user's own, registered by the launcher that started the comparison: resumed
+        # without it, its setting had been dropped silently and the runs went on over reliable links, helper 238)
+        raise UsageError(f"--resume {folder!r}: its experiment.json sets {unknown[0]} = {settings[unknown[0]]!r}, "
+                         "which no option of this command has (a network layer of your own? resume the comparison "
+                         "the way it was started, with the module that registers it imported)")
     held = int(previous.groupby("algorithm")["rep"].nunique().max()) if len(previous) and \
         {"algorithm", "rep"} <= set(previous.columns) else 0  # (an interrupted growth: more than the settings')
     for key, value in settings.items():

@@ -189,7 +189,37 @@ class _Parser(argparse.ArgumentParser):
 
 
 def make_parser():
-    """The argparse parser of the ``rowstoch`` command."""
+    """The argparse parser of the ``rowstoch`` command; a network layer's option spelled as one of the command's
+    own refused, naming it (a layer's ``Option("lr", ...)`` had ended every command, ``rowstoch algorithms`` too,
+    with argparse's "conflicting option string: --lr", and one whose destination only was another option's would
+    have set it: helper 238)."""
+    try:
+        p = _make_parser()
+    except argparse.ArgumentError as exc:
+        flag = str(exc).rpartition(": ")[2].split(",")[0].strip()
+        cls = network_options.owner(flag)
+        if cls is None:
+            raise
+        raise TypeError(f"{cls.__qualname__}: its option {flag} is the command line's own {flag}; spell it otherwise "
+                        "(a layer's options join rowstoch run's and compare's)") from None
+    for command in ("run", "compare"):
+        actions = _subcommand(p, command)._actions
+        for opt in [*network_options.declared(), network_options.NETWORK_SEED]:
+            other = next((a for a in actions if a.dest == opt.name and opt.flag not in a.option_strings), None)
+            if other is not None:
+                cls = network_options.owner(opt.name)
+                raise TypeError(f"{cls.__qualname__ if cls else 'a layer'}: its option {opt.name!r} has the "
+                                f"destination of the command line's own {'/'.join(other.option_strings)}; name it "
+                                "otherwise")
+    return p
+
+
+def _subcommand(parser, name):
+    """The sub-parser of ``rowstoch NAME``."""
+    return next(a for a in parser._actions if isinstance(a, argparse._SubParsersAction)).choices[name]
+
+
+def _make_parser():
     from .. import __version__
 
     p = _Parser(

@@ -156,7 +156,7 @@ def _work(path, threads, tasks, results, stop):
     _core.set_num_threads(threads)
     try:
         with open(path, "rb") as fh:
-            plan = pickle.load(fh)
+            plan, _ = pickle.load(fh)  # (the methods' classes of the user's own: their modules imported, registered)
         results.put(("loaded", -1, os.getpid()))
     except Exception as exc:  # noqa: BLE001 - a metric function this process cannot import: said by the parent
         results.put(("error", -1, RuntimeError(f"a worker process could not load the comparison: its objective, "
@@ -192,6 +192,18 @@ def _work(path, threads, tasks, results, stop):
             break
 
 
+def _own_classes(plan):
+    """The classes of ``plan``'s methods defined outside this package: sent with the plan, so that a worker (a fresh
+    interpreter) imports their modules, which registers them (only the methods' names travel in the plan: a method
+    of the user's imported in a function, or under ``python -c``, ended the comparison with a bare
+    ``KeyError: 'NAME'``, helper 238)."""
+    from ..algorithms import REGISTRY
+
+    classes = {REGISTRY[m.method] for m in plan.methods}
+    return sorted((cls for cls in classes if not cls.__module__.startswith(__package__.split(".")[0] + ".")),
+                  key=lambda cls: cls.name)
+
+
 def _check_sendable(plan):
     """A ValueError naming the objective or network layer of ``plan`` whose class an interactive session's
     ``__main__`` defines, or the first extra metric that the worker processes could not receive: a
@@ -211,6 +223,15 @@ def _check_sendable(plan):
             raise ValueError(f"jobs > 1 runs the methods in worker processes, which cannot receive the {what} (its "
                              f"class {type(obj).__name__!r} is defined in an interactive session); define the class "
                              "at the top level of a module, or run with jobs=1")
+    for cls in _own_classes(plan):
+        try:
+            if interactive and cls.__module__ == "__main__":
+                raise pickle.PicklingError("it is defined in an interactive session")
+            pickle.dumps(cls, protocol=pickle.HIGHEST_PROTOCOL)
+        except Exception as exc:  # noqa: BLE001 - a class defined in a function: named
+            raise ValueError(f"jobs > 1 runs the methods in worker processes, which cannot import method "
+                             f"{cls.name!r} (class {cls.__qualname__}: {exc}); define it at the top level of a module, "
+                             "or run with jobs=1") from None
     for m in plan.metrics:
         if isinstance(m, str):
             continue
@@ -277,7 +298,7 @@ def _plan_file(plan):
     try:
         fd, path = tempfile.mkstemp(prefix=f"rowstoch-plan-{_host_slug()}-{os.getpid()}-", suffix=".pickle")
         with os.fdopen(fd, "wb") as fh:
-            pickle.dump(plan, fh, protocol=pickle.HIGHEST_PROTOCOL)
+            pickle.dump((plan, _own_classes(plan)), fh, protocol=pickle.HIGHEST_PROTOCOL)
     except OSError as exc:
         _remove(path)
         raise type(exc)(f"jobs > 1: the worker processes' plan cannot be written to "

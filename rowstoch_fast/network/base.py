@@ -23,6 +23,11 @@ def checked_round(t, r):
     compiled draws take unsigned counts: t = -1 had met pybind11's "incompatible function arguments")."""
     return check_int(t, "t", minimum=0, maximum=MAX_T), check_int(r, "r", minimum=0, maximum=MAX_KEY)
 
+
+#: The iterations whose rounds :meth:`Network.undirected` checks are symmetric and doubly stochastic where a layer
+#: drops or gates links (each layer declares it keeps them so: ``keeps_symmetry``).
+UNDIRECTED_ROUNDS_CHECKED = 4
+
 class Network:
     """What every network of :mod:`rowstoch_fast.network` shares; see the package's docstring for the protocol.
 
@@ -271,6 +276,16 @@ class Network:
                 raise ValueError(f"the undirected rule needs a doubly stochastic W (an undirected graph's weights): "
                                  f"column {int(off[0])} of W{f' (the schedule matrix {k})' if scheduled else ''} sums "
                                  f"to {float(sums[off[0]]):.6g}")
+        if varying:  # (a layer's keeps_symmetry is its own word: one of the user's that dropped a directed link and
+            # renormalised its row ran DIGing, EXTRA and DGD 0.16 off the minimiser, silently, helper 238)
+            for t in range(UNDIRECTED_ROUNDS_CHECKED):
+                M = net.matrix(t)
+                if (bad := first_asymmetry(M)) is not None or not columns_sum_to_one(M):
+                    what = asymmetric_rounds(bad) if bad is not None else \
+                        "column {} sums to {:.6g}".format(*(lambda o, s: (int(o[0]), float(s[o[0]])))(
+                            *off_sums(M.csr, "column")))
+                    raise ValueError(f"{self!r}: its rounds under the undirected rule are not symmetric and doubly "
+                                     f"stochastic, though its layers declare keeps_symmetry: at iteration {t}, {what}")
         return net
 
     def _entries(self, t, r):

@@ -26,7 +26,7 @@ from ..errors import UsageError
 from .base import LAYERS
 
 __all__ = ["Option", "NETWORK_SEED", "NodeValues", "add_arguments", "build", "check", "declared", "ends", "in_use",
-           "names", "node_files", "node_spec", "node_values", "record", "refused", "refused_node", "setting_key",
+           "names", "node_files", "node_spec", "node_values", "owner", "record", "refused", "refused_node", "setting_key",
            "settings", "shown", "spellings", "toml_choices", "toml_schema", "unread", "words"]
 
 
@@ -411,6 +411,12 @@ def declared():
             raise TypeError(f"{seen[spelling].__qualname__}: an option has the {spelling[0]} {spelling[1]!r} of "
                             f"the network seed; spell it otherwise")
     return out
+
+
+def owner(spelling):
+    """The layer class whose option has the flag or the name (destination) ``spelling``, or None."""
+    return next((cls for cls in _layers(listed=True) for opt in cls.OPTIONS
+                 if spelling in (opt.flag, opt.name, f"--no-{opt.flag[2:]}")), None)
 
 
 def spellings():
