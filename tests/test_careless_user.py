@@ -2066,6 +2066,9 @@ def test_an_optimizer_s_iteration_is_read_only_and_check_finite_is_checked_where
     ("reproduce_robustness(out, bursty=(2, 0.1, 0.1))", ValueError, "bursty's three numbers must be probabilities"),
     ("reproduce_robustness(out, total=1000)", ValueError, "total must be a multiple of 64 of at least 12800 (the "
      "samples of the 64-node graph: a mini-batch of 200 on each node), got 1000"),
+    # (tuned for 47 s, then wrote empty outputs, before the first evaluation's refusal: helper 231)
+    ("reproduce_robustness(out, repeats=10**8)", MemoryError, "the runs' iterates (64 nodes x 100000000 replicas"),
+    ("reproduce_communication(out, repeats=10**8)", MemoryError, "the runs' iterates (32 nodes x 100000000 replicas"),
 ])
 def test_the_reproductions_check_their_arguments_before_any_work(tmp_path, call, error, fragment):
     """Helper 204: the Python API of the neural reproductions took batch 0 (ZeroDivisionError), record_every 0 (the

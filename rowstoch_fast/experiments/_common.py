@@ -70,6 +70,22 @@ def make_out_dir(out_dir):
     os.makedirs(out_dir, exist_ok=True)
 
 
+def check_evaluations_fit(runs, rounds_budget, repeats, **options):
+    """Each evaluation of a reproduction (``runs``: ``(network, objective, names)``) planned as
+    :func:`~rowstoch_fast.compare.compare` plans it, before anything is tuned or written: a MemoryError (or a
+    refused argument) at once, where ``reproduce robustness --repeats 10^8`` had tuned for 47 s, then written
+    empty outputs, before its first evaluation's refusal."""
+    import warnings
+
+    from ..compare.plan import make_plan
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)  # (a short budget's: the evaluation itself says it, or not)
+        for net, objective, names in runs:
+            make_plan(net, objective, names, rounds_budget, lr={name: 1.0 for name in names}, tune=False,
+                      repeats=repeats, **options)
+
+
 def check_log(log):
     """``log`` if it is callable (it takes a line, as ``print`` does), else a TypeError naming it, before anything
     runs (``log=None`` had met "'NoneType' object is not callable" at the first line said, helper 218)."""

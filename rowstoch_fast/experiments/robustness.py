@@ -10,8 +10,8 @@ from .. import _progress, topology
 from .._checks import MAX_KEY, check_int, check_names, check_positive_float, fmt_value
 from ..algorithms import labels
 from ..objectives import NonconvexLogistic
-from ._common import (DATA_SEED, _finish, _plt, _stop_if, check_log, error_bars, make_out_dir, mark_failed,
-                      other_data, write_table, writes_before_sigterm)
+from ._common import (DATA_SEED, _finish, _plt, _stop_if, check_evaluations_fit, check_log, error_bars, make_out_dir,
+                      mark_failed, other_data, write_table, writes_before_sigterm)
 
 
 @writes_before_sigterm
@@ -56,7 +56,6 @@ def reproduce_robustness(out_dir, rounds_budget=1000, repeats=10, losses=(0.0, 0
         raise ValueError(f"total must be a multiple of {ROBUSTNESS_NODES} of at least {ROBUSTNESS_NODES * 200} (the "
                          f"samples of the {ROBUSTNESS_NODES}-node graph: a mini-batch of 200 on each node), got "
                          f"{total}")
-    make_out_dir(out_dir)
     graphs = {"exponential (n = 64)": topology.exponential(ROBUSTNESS_NODES),
               "ring (n = 16)": topology.paper_graphs()["ring"]}
     settings = [(f"p = {p:g}", p, None) for p in losses]
@@ -64,12 +63,23 @@ def reproduce_robustness(out_dir, rounds_budget=1000, repeats=10, losses=(0.0, 0
         p_bad_state, p_bad, p_recover = bursty
         settings.append((f"bursty (p_bad = {p_bad:g}, p_recover = {p_recover:g})",
                          p_bad_state * p_bad / (p_bad + p_recover), bursty))
+
+    def network(A, rate, spec):
+        if spec is None:
+            return A if rate == 0 else Lossy(A, rate, seed=seed + 1)
+        return Lossy(A, spec[0], seed=seed + 1, model="gilbert-elliott", p_bad=spec[1], p_recover=spec[2])
+
+    problems = {gname: (A, NonconvexLogistic.synthetic(A.n, total=total, batch=200, seed=data_seed))
+                for gname, A in graphs.items()}
+    check_evaluations_fit([(network(A, rate, spec), f, names) for A, f in problems.values()
+                           for _, rate, spec in settings], rounds_budget, repeats, mg_rounds=mg_rounds, points=10,
+                          metric="grad_norm")
+    make_out_dir(out_dir)
     rows, interrupted, error = [], False, None
     instance = " (the paper's instance)" if data_seed == DATA_SEED else ""
     log(f"the synthetic problem's data seed {data_seed}{instance}, seed {seed}")
     try:
-        for gname, A in graphs.items():
-            f = NonconvexLogistic.synthetic(A.n, total=total, batch=200, seed=data_seed)
+        for gname, (A, f) in problems.items():
             with warnings.catch_warnings():
                 warnings.simplefilter("ignore", RuntimeWarning)  # the grid's too-large rates diverge: expected
                 tuned = cmp.compare(A, f, names, rounds_budget, tune=True, repeats=1, seed=seed, mg_rounds=mg_rounds,
@@ -81,10 +91,7 @@ def reproduce_robustness(out_dir, rounds_budget=1000, repeats=10, losses=(0.0, 0
             log(f"{gname}: learning rates tuned without loss: "
                 + ", ".join(f"{k} {v:g}" for k, v in rates.items()))
             for label, rate, spec in settings:
-                if spec is None:
-                    net = A if rate == 0 else Lossy(A, rate, seed=seed + 1)
-                else:
-                    net = Lossy(A, spec[0], seed=seed + 1, model="gilbert-elliott", p_bad=spec[1], p_recover=spec[2])
+                net = network(A, rate, spec)
                 with warnings.catch_warnings():
                     warnings.simplefilter("ignore", RuntimeWarning)  # losses can make a tuned rate diverge: recorded
                     frame = cmp.compare(net, f, names, rounds_budget, lr=rates, repeats=repeats, seed=seed,
@@ -221,6 +228,8 @@ def reproduce_communication(out_dir, rounds_budget=1000, repeats=3, d=32, n=32, 
     settings += [(f"qsgd {b} bits", "qsgd", Compressed(W, "qsgd", bits=b, seed=seed + 1)) for b in (8, 4, 2)]
     settings += [(f"top-{k}", "topk", Compressed(W, "topk", k=k)) for k in (max(1, d // 4), max(1, d // 16))]
     settings += [(f"delay <= {D}", "delay", Delayed(W, D, seed=seed + 2)) for D in delays]
+    check_evaluations_fit([(net, f, [name for name in names if REGISTRY[name].applies_to(net)])
+                           for _, _, net in settings], rounds_budget, repeats, points=10, metric=metric)
     make_out_dir(out_dir)
     rows, interrupted, error = [], False, None
     try:
