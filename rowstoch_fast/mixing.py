@@ -135,8 +135,18 @@ class MixingMatrix:
             source = W.dtype
         elif sp.issparse(W):
             _check_sparse_structure(W)
-            require_memory(W.nnz * BUILD_BYTES_PER_ENTRY, f"validating a {W.shape[0]} x {W.shape[1]} matrix "
-                           f"with {W.nnz} entries")
+            n = W.shape[0]
+            if W.shape[1] == n and W.nnz < n:  # (before any array of n: a Matrix Market header of 2e9 x 2e9 over
+                # three entries had been converted, 23 GB, until the process was killed)
+                coo = W.tocoo()  # (arrays of nnz: the first empty one found without any of n)
+                held = np.unique(coo.row if stochastic == "row" else coo.col)
+                gaps = np.flatnonzero(held != np.arange(len(held)))
+                empty = int(gaps[0]) if len(gaps) else len(held)
+                raise ValueError(f"W has {W.nnz} stored entries for its {n} {stochastic}s: {stochastic} {empty} has "
+                                 f"none, and every {stochastic} of a {stochastic}-stochastic matrix needs one (its "
+                                 "weights sum to 1)")
+            require_memory(W.nnz * BUILD_BYTES_PER_ENTRY, f"validating a {n} x {W.shape[1]} matrix with {W.nnz} "
+                           "entries")  # (at least n of them: the arrays of n are counted)
             source = np.dtype(W.dtype) if W.dtype == np.float32 else source
             csr = sp.csr_array(W, dtype=np.float64, copy=True)
         else:

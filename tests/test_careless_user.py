@@ -226,6 +226,19 @@ def test_rounds_whose_mini_batches_are_refused_are_named_as_rounds(tmp_path):
     assert_one_line_error(rc, err, "rounds = 1000000000: each gradient averages", "lower --rounds or --batch")
 
 
+def test_a_matrix_market_header_of_more_rows_than_entries_is_refused_before_any_array_of_n(tmp_path):
+    """A header of 2e9 x 2e9 over three entries was converted to CSR, 23 GB, until the OOM killer ended the process
+    (helper 231); a matrix with fewer entries than rows cannot be stochastic, and says which row is empty."""
+    path = tmp_path / "big.mtx"
+    path.write_text("%%MatrixMarket matrix coordinate real general\n2000000000 2000000000 3\n1 2 0.5\n2 1 0.5\n"
+                    "1 1 0.5\n")
+    rc, _, err = rowstoch("metrics", "--matrix", path, env={"ROWSTOCH_MEMORY_LIMIT": str(2 * 2**30)}, timeout=60)
+    assert_one_line_error(rc, err, "W has 3 stored entries for its 2000000000 rows: row 2 has none, and every row "
+                                   "of a row-stochastic matrix needs one")
+    with pytest.raises(ValueError, match="W has 2 stored entries for its 3 columns: column 1 has none"):
+        MixingMatrix(sp.csr_array(([1.0, 1.0], ([0, 1], [0, 2])), shape=(3, 3)), stochastic="column")
+
+
 def test_mistyped_node_id_in_edge_list(tmp_path):
     path = tmp_path / "edges.txt"
     path.write_text("0 1\n1 2\n2 0\n2 400000000\n")
