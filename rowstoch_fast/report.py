@@ -381,8 +381,9 @@ def draw(ax, frame, metric, x="rounds"):
     leaves it upwards (it diverged, or climbed) is cut at the edge, where a triangle edged in black marks the point,
     a record below it is drawn at the bottom, with a triangle down edged in black where a run that was in the panel
     first does (one more than three decades below the ``ok`` runs, or at rounding: 0 or -1e-16, its label then
-    ending "(to rounding)"), and a run that did not end ``ok`` says so in its label."""
-    from .user_metrics import linear_scale
+    ending "(to rounding)"), and a run that did not end ``ok`` says so in its label. A count (calls, messages:
+    :data:`~rowstoch_fast.user_metrics.COUNTS`) spans every run's records."""
+    from .user_metrics import COUNTS, linear_scale
 
     check_text(metric, "metric")
     column, label = AXES[check_axis(x)]
@@ -402,6 +403,9 @@ def draw(ax, frame, metric, x="rounds"):
         return
     linear = linear_scale(metric, getattr(frame, "attrs", {}).get("extra_metrics"))
     finished = frame["status"].isin(["ok", "done"]) if "status" in frame.columns else ~frame["diverged"].astype(bool)
+    if metric in COUNTS:  # (a count of calls or messages is no sign of a run's failure: every run's spans the panel,
+        # where one that did not end ok had been cut at its edge with the triangle of a run that diverged)
+        finished = finished | True
     if not finished.any():  # no run ended ok: the span of those that did not diverge (a diverged one at 1e286 set
         # the panel to 1e270 .. 1e286, and the runs ending near 5 were drawn flat at its floor), else of every one
         calm = frame["status"] != "diverged" if "status" in frame.columns else ~frame["diverged"].astype(bool)

@@ -3232,6 +3232,30 @@ def test_tables_write_latex_a_venue_takes_and_pdfs_embed_truetype_fonts(tmp_path
     assert report.tex_number(float("inf")) == r"$\infty$"
 
 
+def test_a_count_panel_spans_every_run_however_it_ended():
+    """A count (messages dropped, gradient calls) is no sign of failure: an unstable run that dropped more messages
+    had been cut at the panel's edge with the triangle of a run that diverged (helper 233)."""
+    import matplotlib.pyplot as plt
+
+    from rowstoch_fast import report
+
+    rounds = np.arange(0, 50, 10)
+    frame = pd.DataFrame([{"algorithm": name, "iteration": r, "communication_rounds": r, "rep": 0, "status": status, "lr": 0.1,
+                           "messages_dropped": float(rate * r)}
+                          for name, status, rate in (("dsgd", "ok", 1.0), ("push-pull", "unstable", 40.0))
+                          for r in rounds])
+    fig, ax = plt.subplots()
+    try:
+        report.draw(ax, frame, "messages_dropped")
+        assert not any(line.get_marker() == "^" for line in ax.get_lines())
+        assert ax.get_ylim()[1] >= 40.0 * rounds.max()
+        ax.clear()
+        report.draw(ax, frame.rename(columns={"messages_dropped": "suboptimality"}), "suboptimality")
+        assert any(line.get_marker() == "^" for line in ax.get_lines())  # (a metric's: cut, as before)
+    finally:
+        plt.close(fig)
+
+
 def test_figures_cut_a_diverged_run_at_the_panel_and_tell_24_methods_apart(tmp_path):
     from rowstoch_fast import report
 
