@@ -945,7 +945,15 @@ def agreed_stop(backend, last):
 
 def _save_checkpoint(path, opt, oracle, rows, meta, wall_offset):
     # collective under MPI: every process gathers, the root writes
-    opt_state, last = opt.state_dict(), (opt.gather(oracle.last) if oracle.last is not None else None)
+    try:
+        opt_state, last = opt.state_dict(), (opt.gather(oracle.last) if oracle.last is not None else None)
+    except MemoryError as exc:  # (a copy of the state, a delayed network's history of max_delay + 1 blocks too,
+        # beside the state itself: at --max-delay 10^6 the last checkpoint's ended the finished run, helper 231)
+        if not backends.one_process(opt.backend):
+            raise  # (the other ranks are in the collective: raised, not left waiting on a rank that went on)
+        warnings.warn(f"could not write checkpoint {path!r} (out of memory copying the state: {exc}); the run goes "
+                      "on and the previous checkpoint (if any) is kept", RuntimeWarning, stacklevel=3)
+        return
     if not opt.is_root:
         return
     state = {"opt/" + k: v for k, v in opt_state.items()}

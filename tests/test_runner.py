@@ -102,6 +102,22 @@ def test_ctrl_c_keeps_the_record_and_the_checkpoint_resumes(problem, tmp_path):
     assert np.array_equal(resumed.frame[COLS].to_numpy(float), full.frame[COLS].to_numpy(float))
 
 
+def test_a_checkpoint_whose_state_cannot_be_copied_is_skipped_not_the_run(problem, tmp_path, monkeypatch):
+    """Copying the state (a delayed network's history of max_delay + 1 blocks with it) ran out of memory at the last
+    checkpoint and ended the finished run (helper 231): the checkpoint is skipped with a warning, as a full disk's."""
+    from rowstoch_fast.algorithms import PullDiagGT
+
+    def no_memory(self):
+        raise MemoryError("Unable to allocate 7.5 GiB")
+
+    monkeypatch.setattr(PullDiagGT, "state_dict", no_memory)
+    with pytest.warns(RuntimeWarning, match=r"could not write checkpoint .* \(out of memory copying the state: "
+                                            r"Unable to allocate 7.5 GiB\); the run goes on"):
+        h = run(algo(), problem, 20, record_every=10, progress=False, checkpoint=str(tmp_path / "ck.npz"))
+    assert not h.interrupted and list(h.summary()["iteration"]) == [0, 10, 20]
+    assert not (tmp_path / "ck.npz").exists()
+
+
 def test_algorithm_refuses_a_tracker_it_would_ignore():
     with pytest.raises(ValueError, match="tracker='perron' is for the methods with a Pull-Diag tracker; dsgd has none"):
         Algorithm(topology.exponential(8), 0.1, tracker="perron", method="dsgd")
