@@ -28,6 +28,7 @@ def checked_round(t, r):
 #: drops or gates links (each layer declares it keeps them so: ``keeps_symmetry``).
 UNDIRECTED_ROUNDS_CHECKED = 4
 
+
 class Network:
     """What every network of :mod:`rowstoch_fast.network` shares; see the package's docstring for the protocol.
 
