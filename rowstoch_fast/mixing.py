@@ -136,14 +136,17 @@ class MixingMatrix:
         elif sp.issparse(W):
             _check_sparse_structure(W)
             n = W.shape[0]
-            if W.shape[1] == n and W.nnz < n:  # (before any array of n: a Matrix Market header of 2e9 x 2e9 over
+            if W.shape[1] != n:  # (before the conversion: a header of 2e9 x 1999999999 had made arrays of n)
+                raise ValueError(f"W must be square, got shape {W.shape}")
+            if W.nnz < n:  # (before any array of n: a Matrix Market header of 2e9 x 2e9 over
                 # three entries had been converted, 23 GB, until the process was killed)
                 coo = W.tocoo()  # (arrays of nnz: the first empty one found without any of n)
                 held = np.unique(coo.row if stochastic == "row" else coo.col)
                 gaps = np.flatnonzero(held != np.arange(len(held)))
                 empty = int(gaps[0]) if len(gaps) else len(held)
+                kind = "doubly" if doubly else stochastic
                 raise ValueError(f"W has {W.nnz} stored entries for its {n} {stochastic}s: {stochastic} {empty} has "
-                                 f"none, and every {stochastic} of a {stochastic}-stochastic matrix needs one (its "
+                                 f"none, and every {stochastic} of a {kind}-stochastic matrix needs one (its "
                                  "weights sum to 1)")
             require_memory(W.nnz * BUILD_BYTES_PER_ENTRY, f"validating a {n} x {W.shape[1]} matrix with {W.nnz} "
                            "entries")  # (at least n of them: the arrays of n are counted)
@@ -843,7 +846,8 @@ def _check_sparse_structure(W):
     """The index arrays of a SciPy sparse matrix are sound (a malformed one crashes SciPy itself)."""
     if len(W.shape) != 2:
         raise ValueError(f"W must be 2-D, got shape {W.shape}")
-    if np.iscomplexobj(W.data):  # SciPy would drop the imaginary parts with a warning
+    if np.iscomplexobj(W.dtype.type(0)):  # SciPy would drop the imaginary parts with a warning (the dtype: a DOK
+        # or LIL matrix has no .data array, helper 239)
         raise TypeError(f"W must be real, got complex dtype {W.dtype}")
     if not (np.issubdtype(W.dtype, np.number) or W.dtype == bool):
         raise TypeError(f"W must be a numeric sparse matrix, got dtype {W.dtype}")

@@ -1169,7 +1169,7 @@ def warn_network_ignored(A, apart, stacklevel=2):
 
 def run(algorithm, objective, iterations, *, record_every=None, repeats=1, seed=0, x0=None, progress=True,
         checkpoint=None, checkpoint_every=None, resume=None, config=None, metrics=None, first_repeat=0,
-        record_at=None, _metrics_checked=False):
+        record_at=None, _metrics_checked=False, _record_stop=True):
     """Run ``algorithm`` on ``objective`` for ``iterations`` iterations and record its metrics.
 
     Repetitions are batched into one stepper (they share every pass over the
@@ -1426,7 +1426,7 @@ def run(algorithm, objective, iterations, *, record_every=None, repeats=1, seed=
             # that diverged between two records, or before the first, does not end on an older record (its start)
             _record(opt, objective, oracle, rows, t0, metrics)
         if failed is not None:
-            failed = _in_rounds_words(failed, opt)
+            failed = in_rounds_words(failed, opt)
             _keep_on_failure(failed, opt, oracle, rows, meta, checkpoint, time.perf_counter() - t0)
             raise failed
         meta["completed_iterations"] = opt.iteration
@@ -1452,15 +1452,8 @@ def run(algorithm, objective, iterations, *, record_every=None, repeats=1, seed=
                 # gone with it, every one lost; they go with the error, as for a run that raised)
                 exc.history = History(rows, meta)
                 raise
-        if interrupted and rows and rows[-1][0] != opt.iteration:
-            # the state it stopped at, recorded (not in the checkpoint, whose records stay those of an uninterrupted
-            # run): a run of 10^9 iterations stopped after hours had kept its start's record alone. Under MPI every
-            # process stopped at the same iteration (_AgreedStop), and a second signal is held meanwhile; in one
-            # process a second Ctrl-C here leaves the records as they were
-            try:
-                _record(opt, objective, oracle, rows, t0, metrics)
-            except KeyboardInterrupt:
-                pass
+        if interrupted and _record_stop and rows and rows[-1][0] != opt.iteration:
+            rows = _record_where_stopped(opt, objective, oracle, rows, t0, metrics)
         grew = _warn_if_growing(rows, algorithm.lr)
         if grew:  # (compare marks such a run diverged)
             meta["grew"] = grew
@@ -1536,7 +1529,7 @@ def _set_up(algorithm, objective, iterations, repeats, x0, seed, first_repeat, r
         try:
             opt.initialize(oracle)
         except ValueError as exc:
-            said = _in_rounds_words(exc, opt)
+            said = in_rounds_words(exc, opt)
             if said is exc:
                 raise
             raise said from None
@@ -1605,7 +1598,25 @@ def _warn_unmeasured(objective, rows, metrics):
                       f"record of {'it' if len(nan) == 1 else 'them'} will be NaN", RuntimeWarning, stacklevel=4)
 
 
-def _in_rounds_words(exc, opt):
+def _record_where_stopped(opt, objective, oracle, rows, t0, metrics):
+    """``rows`` with a record of the iteration an interrupted run stopped at (not in its checkpoint, whose records
+    stay those of an uninterrupted run): a run of 10^9 iterations stopped after hours had kept its start's record
+    alone. Collective under MPI (every process stopped at the same iteration, :class:`_AgreedStop`, a second signal
+    held meanwhile): the records shared again, as every process returns the same history. A second Ctrl-C in one
+    process, or a metric that fails there (one defined on the schedule's iterations only), leaves the records as
+    they were, the run interrupted as it was (helper 239)."""
+    try:
+        _record(opt, objective, oracle, rows, t0, metrics)
+    except KeyboardInterrupt:
+        pass
+    except Exception as exc:  # noqa: BLE001 - the run is reported interrupted, with what it recorded
+        warnings.warn(f"the record of iteration {opt.iteration}, where the run was interrupted, failed ("
+                      f"{type(exc).__name__}: {exc}); its records end at iteration {rows[-1][0]}", RuntimeWarning,
+                      stacklevel=4)
+    return opt.share(rows)
+
+
+def in_rounds_words(exc, opt):
     """A gradient's refusal of its mini-batches in the words of the ``rounds`` that set them: a multi-round
     method's oracle averages ``rounds`` mini-batches per call (eq. 12b), and ``rounds=10**9`` was refused as
     "batches = 1000000000 ...; lower batches or batch", an argument the caller never gave."""

@@ -2,6 +2,7 @@
 common interface (replicas, state_dict, DivergenceError, matrix kinds, convergence, backends)."""
 
 import re
+import sys
 import types
 
 import numpy as np
@@ -173,7 +174,9 @@ def test_a_method_that_breaks_the_step_contract_is_told_which_rule():
     with pytest.raises(NotImplementedError, match="Base defines no _advance"):
         Base(A, x0, 0.1).step(lambda X: X)
     with pytest.raises(TypeError, match=r"NoModel: its state \('y',\) lacks its model block 'x'"):
-        type("NoModel", (Base,), {"state": ("y",)})
+        type("NoModel", (Base,), {"state": ("y",), "name": "no-model-238"})
+    assert "no-model-238" not in REGISTRY
+    type("AbstractBase", (Base,), {"model": "z"})  # (a base class of others, named nothing: not checked)
 
 
 @pytest.mark.parametrize("name, message", [
@@ -182,9 +185,8 @@ def test_a_method_that_breaks_the_step_contract_is_told_which_rule():
     ("my,gt", "it has ',', which the command line's lists"),
     ("my gt", "it has ' ', which"),
     ("a=b", "it has '=', which"),
-    (1, "name must be a non-empty string, got 1"),
-    ("", "name must be a non-empty string, got ''")])
-def test_a_method_name_that_is_taken_or_unusable_is_refused(name, message):
+    (1, "name must be a string (or None: not registered), got 1")])
+def test_a_method_name_that_is_taken_or_unusable_is_refused(name, message, monkeypatch):
     """A class named like a registered method had replaced it everywhere (``Algorithm(method="dsgd")``, compare and
     the command line ran the new class, ``rowstoch_fast.DSGD`` the old one), and names the command line cannot
     select were registered (helper 238); the registry is left as it was."""
@@ -197,6 +199,17 @@ def test_a_method_name_that_is_taken_or_unusable_is_refused(name, message):
     again = [type("Again", (DSGD,), {"name": "again-dsgd", "__module__": __name__}) for _ in range(2)]  # (a cell
     try:  # run twice: the same module and name take their own name back)
         assert REGISTRY["again-dsgd"] is again[1]
+        # a file imported, then run as __main__ (python -m, %run), and a notebook's class renamed, its method's name
+        # kept (helper 239)
+        main = sys.modules["__main__"]
+        monkeypatch.setattr(main, "__file__", sys.modules[__name__].__file__, raising=False)
+        type("Again", (DSGD,), {"name": "again-dsgd", "__module__": "__main__"})
+        monkeypatch.delattr(main, "__file__", raising=False)
+        for qualname in ("First", "Renamed"):
+            type(qualname, (DSGD,), {"name": "again-dsgd", "__module__": "__main__"})
+        assert REGISTRY["again-dsgd"].__qualname__ == "Renamed"
+        with pytest.raises(TypeError, match="the method name 'again-dsgd' is __main__.Renamed's"):
+            type("Again", (DSGD,), {"name": "again-dsgd", "__module__": __name__})
     finally:
         REGISTRY.pop("again-dsgd", None)
 

@@ -224,6 +224,11 @@ def test_rounds_whose_mini_batches_are_refused_are_named_as_rounds(tmp_path):
     rc, _, err = rowstoch_here("run", "--algorithm", "mg-pull-diag-gt", "--rounds", "1000000000", "--no-progress",
                                "--out", tmp_path)
     assert_one_line_error(rc, err, "rounds = 1000000000: each gradient averages", "lower --rounds or --batch")
+    for lr in ([], ["--lr", "0.001"]):  # (tuned: the tuner's runs had said "batches"; compare's option is --mg-rounds)
+        rc, _, err = rowstoch_here("compare", "--algorithms", "mg-pull-diag-gt", "--mg-rounds", "100000000", *lr,
+                                   "--rounds-budget", "2000000000", "--tracker", "perron", "--no-progress", "--out",
+                                   tmp_path / f"c{len(lr)}")
+        assert_one_line_error(rc, err, "rounds = 100000000: each gradient averages", "lower --mg-rounds or --batch")
 
 
 def test_a_matrix_market_header_of_more_rows_than_entries_is_refused_before_any_array_of_n(tmp_path):
@@ -237,6 +242,12 @@ def test_a_matrix_market_header_of_more_rows_than_entries_is_refused_before_any_
                                    "of a row-stochastic matrix needs one")
     with pytest.raises(ValueError, match="W has 2 stored entries for its 3 columns: column 1 has none"):
         MixingMatrix(sp.csr_array(([1.0, 1.0], ([0, 1], [0, 2])), shape=(3, 3)), stochastic="column")
+    with pytest.raises(ValueError, match=r"W must be square, got shape \(2000000000, 1999999999\)"):  # (arrays of n
+        # had been made first, helper 239)
+        MixingMatrix(sp.coo_array(([1.0], ([0], [0])), shape=(2000000000, 1999999999)))
+    dok = sp.dok_array((2, 2))  # (no .data array: an AttributeError, helper 239)
+    dok[0, 0] = dok[0, 1] = dok[1, 0] = dok[1, 1] = 0.5
+    assert MixingMatrix(dok).n == 2
 
 
 def test_mistyped_node_id_in_edge_list(tmp_path):

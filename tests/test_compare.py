@@ -4927,14 +4927,27 @@ def test_a_resume_folder_whose_files_are_damaged_or_foreign_is_refused_naming_th
     refused(bare, "its .rowstoch-settings.json is not the copy of a comparison's settings")
     # a layer of the user's own, registered by the launcher that started the comparison: resumed without it, its
     # setting had been dropped silently and the runs had gone on over reliable links (helper 238)
+    assert json.loads((out / "experiment.json").read_text())["layers"] == []
     own = tmp_path / "own"
     shutil.copytree(out, own)
-    for name in ("experiment.json", ".rowstoch-settings.json"):
-        saved = json.loads((own / name).read_text())
-        saved["settings"]["burst_length"] = 2
-        (own / name).write_text(json.dumps(saved))
-    refused(own, "its experiment.json sets burst_length = 2, which no option of this command has (a network layer "
-                 "of your own? resume the comparison the way it was started")
+    saved = json.loads((own / "experiment.json").read_text())
+    (own / "experiment.json").write_text(json.dumps({**saved, "layers": ["burst-silence"]}))
+    refused(own, "the comparison ran over the network layer 'burst-silence', which no module imported here registers; "
+                 "resume it the way it was started, with the module that registers that layer imported")
+    for value, refusal in ((None, False), (2, True)):  # (a folder written before "layers": a setting that is set;
+        # an installed layer's unused option, None, is no matter: helper 239)
+        older = tmp_path / f"older{value}"
+        shutil.copytree(out, older)
+        for name in ("experiment.json", ".rowstoch-settings.json"):
+            saved = json.loads((older / name).read_text())
+            saved.pop("layers", None)
+            saved["settings"]["burst_length"] = value
+            (older / name).write_text(json.dumps(saved))
+        if refusal:
+            refused(older, "its experiment.json sets burst_length = 2, which no option of this command has; resume")
+        else:
+            rc, _, err = rowstoch("compare", "--resume", older, "--no-progress")
+            assert rc == 0, err
 
 
 def test_a_signal_inside_the_first_import_of_pandas_waits_until_it_is_in(tmp_path):

@@ -599,6 +599,38 @@ def test_a_scripts_default_sigterm_still_ends_it_under_mpi(tmp_path, lr, at):
     assert ck.is_file() or at == 85
 
 
+STOPPED = '''
+import os, signal
+import rowstoch_fast as rf
+from mpi4py import MPI
+from rowstoch_fast import Algorithm, run, topology
+from rowstoch_fast.objectives import Quadratic
+
+
+def kill_me(state):  # (rank 0's own Ctrl-C at the record of iteration 1: every rank stops at the agreement, 16)
+    if state.iteration == 1:
+        os.kill(os.getpid(), signal.SIGINT)
+    return 0.0
+
+
+h = run(Algorithm(topology.exponential(8), 0.01, backend="mpi"), Quadratic.random(8, 3, seed=0), 1000,
+        record_at=[0, 1, 500], progress=False, metrics=["grad_norm", rf.user_metrics.Metric("kill_me", kill_me)])
+print(f"rank {MPI.COMM_WORLD.Get_rank()}: interrupted={h.interrupted} at={list(h.frame['iteration'])}", flush=True)
+'''
+
+
+def test_the_record_where_an_interrupted_run_stopped_is_every_ranks(tmp_path):
+    """The record of the iteration an interrupted run stopped at had been taken after the ranks shared their
+    records: rank 0's history had one row more than rank 1's, and their final values differed (helper 239)."""
+    (tmp_path / "script.py").write_text(STOPPED)
+    cmd = [MPIEXEC, *MPIEXEC_FLAGS, "-n", "2", sys.executable, str(tmp_path / "script.py")]
+    proc = subprocess.run(cmd, capture_output=True, text=True, timeout=hang_limit(60), start_new_session=True,
+                          env=dict(os.environ, OMP_NUM_THREADS="1"))
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    for rank in (0, 1):
+        assert f"rank {rank}: interrupted=True at=[0, 1, 16]" in proc.stdout, proc.stdout + proc.stderr
+
+
 TUNING = '''
 import os, signal, sys
 import rowstoch_fast as rf

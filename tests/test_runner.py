@@ -118,6 +118,23 @@ def test_a_checkpoint_whose_state_cannot_be_copied_is_skipped_not_the_run(proble
     assert not (tmp_path / "ck.npz").exists()
 
 
+def test_a_metric_that_fails_where_the_run_stopped_leaves_it_interrupted(problem):
+    """A metric defined on the schedule's iterations only raised at the record of where an interrupted run stopped:
+    a Ctrl-C became an error with no history (helper 239). It is said, and the history ends at its last record."""
+    import rowstoch_fast as rf
+
+    def per_ten(state):
+        return {0: 1.0, 10: 2.0, 20: 3.0}[state.iteration]
+
+    f = Interrupting(problem.H, problem.Y, 8, rho=problem.rho, batch=problem.batch)
+    f.stop_at = 25
+    with pytest.warns(RuntimeWarning, match=r"the record of iteration 24, where the run was interrupted, failed "
+                                            r"\(.*KeyError.*\); its records end at iteration 20"):
+        h = run(algo(), f, 50, record_every=10, progress=False, metrics=["grad_norm", rf.user_metrics.Metric(
+            "per_ten", per_ten)])
+    assert h.interrupted and list(h.summary()["iteration"]) == [0, 10, 20]
+
+
 def test_algorithm_refuses_a_tracker_it_would_ignore():
     with pytest.raises(ValueError, match="tracker='perron' is for the methods with a Pull-Diag tracker; dsgd has none"):
         Algorithm(topology.exponential(8), 0.1, tracker="perron", method="dsgd")
@@ -1486,7 +1503,9 @@ def test_h218_the_reproductions_check_their_arguments_before_anything_is_written
         robustness.reproduce_communication(str(out), log=None)
     assert not out.exists()
     monkeypatch.setattr(cmp, "compare", compare)
-    for algorithms, names in [("dsgd", ["dsgd"]), ("dsgd, extra", ["dsgd", "extra"])]:
+    for algorithms, names in [("dsgd", ["dsgd"]), ("dsgd, extra", ["dsgd", "extra"]),
+                              ("dgd,mg-pull-diag-gt", ["dgd", "mg-pull-diag-gt"])]:  # (an mg- label: a bare
+        # KeyError, helper 239)
         with pytest.raises(Asked):
             robustness.reproduce_communication(str(out), algorithms=algorithms, progress=False, log=quiet)
         assert asked.pop() == names

@@ -193,10 +193,12 @@ def _registered_name(cls):
     everywhere (``name = "dsgd"``: ``Algorithm(method="dsgd")``, ``compare`` and the command line ran the new class,
     ``rowstoch_fast.DSGD`` the old one), a comparison's ``mg-`` label had been taken over, and a name with a comma,
     a space or ``=`` had been registered that ``--algorithms`` and ``--lr NAME=VALUE`` can never name (helper 238).
-    The same class defined again (a module reloaded, a notebook's cell run again) takes its own name back."""
+    The same class defined again takes its own name back: a module reloaded, a notebook's cell run again (a class
+    of ``__main__`` replaces one of ``__main__``), a file imported and run as ``__main__`` too (``python -m``,
+    ``%run``: the same qualified name from the same file)."""
     name = cls.__dict__["name"]
-    if not isinstance(name, str) or not name:
-        raise TypeError(f"{cls.__qualname__}: name must be a non-empty string, got {name!r}")
+    if not isinstance(name, str):
+        raise TypeError(f"{cls.__qualname__}: name must be a string (or None: not registered), got {name!r}")
     bad = sorted({c for c in name if c in ",=" or c.isspace()})
     if bad or name.startswith("mg-"):
         why = (f"it has {' and '.join(repr(c) for c in bad)}, which the command line's lists (--algorithms a,b, "
@@ -204,10 +206,22 @@ def _registered_name(cls):
                "'mg-NAME' is the comparisons' label of NAME with several gossip rounds per iteration")
         raise TypeError(f"{cls.__qualname__}: the method name {name!r} cannot be registered: {why}")
     known = REGISTRY.get(name)
-    if known is not None and (known.__module__, known.__qualname__) != (cls.__module__, cls.__qualname__):
+    if known is not None and not _redefined(known, cls):
         raise TypeError(f"{cls.__qualname__}: the method name {name!r} is {known.__module__}.{known.__qualname__}'s; "
                         "give the new method a name of its own")
     return name
+
+
+def _redefined(known, cls):
+    """Whether ``cls`` is ``known`` defined again (:func:`_registered_name`)."""
+    import sys
+
+    if (known.__module__, known.__qualname__) == (cls.__module__, cls.__qualname__):
+        return True
+    if known.__module__ == cls.__module__ == "__main__":  # (an interactive session's: the cell run again, renamed)
+        return True
+    files = [getattr(sys.modules.get(c.__module__), "__file__", None) for c in (known, cls)]
+    return known.__qualname__ == cls.__qualname__ and files[0] is not None and files[0] == files[1]
 
 class Optimizer(AskTell, FailureHandling, Persistence):
     """Base class of the decentralized optimizers (see the module docstring for how to write one).
@@ -370,10 +384,10 @@ class Optimizer(AskTell, FailureHandling, Persistence):
 
     def __init_subclass__(cls, **kwargs):
         super().__init_subclass__(**kwargs)
-        if cls.model not in cls.state:  # (a KeyError: 'x' from inside the constructor, naming nothing)
-            raise TypeError(f"{cls.__qualname__}: its state {cls.state!r} lacks its model block {cls.model!r} (the "
-                            "block x0 is loaded into, and the iterate: name it in state, or set model)")
-        if "name" in cls.__dict__ and cls.__dict__["name"] is not None:
+        if cls.__dict__.get("name") not in (None, ""):  # (a base class of others names none: not checked)
+            if cls.model not in cls.state:  # (a KeyError: 'x' from inside the constructor, naming nothing)
+                raise TypeError(f"{cls.__qualname__}: its state {cls.state!r} lacks its model block {cls.model!r} "
+                                "(the block x0 is loaded into, and the iterate: name it in state, or set model)")
             REGISTRY[_registered_name(cls)] = cls
         for name in cls.hyper:  # the others are fixed once built (opt.tracker = ... was silently ignored)
             if not isinstance(getattr(cls, name, None), (_Fixed, _StepSize, property)):

@@ -61,13 +61,16 @@ class _Terminated:
 #: Python keywords in the library's messages and the options that set them on the command line.
 _KEYWORD_OPTIONS = {"tracker='perron'": "--tracker perron", "tracker='exact'": "--tracker exact",
                     "or raise max_bytes": "or raise ROWSTOCH_TRACKER_MAX_BYTES",
-                    "raise max_work / ROWSTOCH_TRACKER_MAX_WORK": "raise ROWSTOCH_TRACKER_MAX_WORK",
-                    "lower rounds or the batch": "lower --rounds or --batch"}
+                    "raise max_work / ROWSTOCH_TRACKER_MAX_WORK": "raise ROWSTOCH_TRACKER_MAX_WORK"}
+#: The same, where the command names it its own way (a multi-round method's rounds: ``--mg-rounds`` of compare).
+_COMMAND_OPTIONS = {"run": {"lower rounds or the batch": "lower --rounds or --batch"},
+                    "compare": {"lower rounds or the batch": "lower --mg-rounds or --batch"}}
 
 
-def _in_option_words(text):
-    """The library's advice in ``text`` in the command line's words (:data:`_KEYWORD_OPTIONS`)."""
-    for keyword, option in _KEYWORD_OPTIONS.items():
+def _in_option_words(text, command=None):
+    """The library's advice in ``text`` in the command line's words (:data:`_KEYWORD_OPTIONS`, and
+    :data:`_COMMAND_OPTIONS` of ``command``)."""
+    for keyword, option in {**_KEYWORD_OPTIONS, **_COMMAND_OPTIONS.get(command, {})}.items():
         text = text.replace(keyword, option)
     return text
 
@@ -273,7 +276,8 @@ def _call(args, terminated):
         return args.func(args)
     except UsageError as exc:
         remove_created()  # (an --out made before the refusal: nothing is left behind)
-        text = drop_turned_off(_in_option_words(str(exc)), getattr(args, "given", ()))[0]
+        text = drop_turned_off(_in_option_words(str(exc), getattr(args, "command", None)),
+                               getattr(args, "given", ()))[0]
         _error(f"error: {text}")
         if getattr(args, "before_mpi", False):  # (refused before MPI's initialization, maybe on this rank alone)
             _end_the_launch(getattr(args, "argv", []), 2)
@@ -281,7 +285,7 @@ def _call(args, terminated):
     except MemoryError as exc:
         remove_created()
         text = _in_option_words(_as_options(str(exc), {o.name: o.flag for o in network_options.declared()
-                                                        if "_" in o.name}))
+                                                        if "_" in o.name}), getattr(args, "command", None))
         # (the library's names, as options: "use a smaller max_delay"; the tracker's advice too, "use
         # tracker='perron' ... or raise max_bytes" had reached the command line as it was, helper 231)
         _error(f"error: out of memory: {text}")

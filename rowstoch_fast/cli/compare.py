@@ -791,12 +791,23 @@ def _read_resumed_comparison(args):
             raise UsageError(f"--resume {folder!r}: its experiment.json was edited: {key} = {new!r}, but the "
                              f"comparison ran with {key} = {old!r}; only repeats may grow (start a new comparison "
                              "for other settings)")
-    unknown = sorted(set(settings) - {*_SETTINGS, *network_options.names(), *_SETTINGS_AFTER})
-    if unknown:  # (a layer of the user's own, registered by the launcher that started the comparison: resumed
-        # without it, its setting had been dropped silently and the runs went on over reliable links, helper 238)
-        raise UsageError(f"--resume {folder!r}: its experiment.json sets {unknown[0]} = {settings[unknown[0]]!r}, "
-                         "which no option of this command has (a network layer of your own? resume the comparison "
-                         "the way it was started, with the module that registers it imported)")
+    # a layer of the user's own, registered by the launcher that started the comparison: resumed without it, its
+    # setting had been dropped silently and the runs went on over reliable links (helper 238); one installed but not
+    # set is no matter (its options' defaults are in every experiment.json, helper 239). A folder written before
+    # "layers" was: its settings this command lacks that are set
+    from ..network.base import LAYERS
+
+    used = saved.get("layers")
+    missing = [name for name in used if name not in LAYERS] if isinstance(used, list) else sorted(
+        key for key in set(settings) - {*_SETTINGS, *network_options.names(), *_SETTINGS_AFTER}
+        if settings[key] not in (None, False))
+    if missing:
+        what = (f"the comparison ran over the network layer {missing[0]!r}, which no module imported here registers"
+                if isinstance(used, list) else
+                f"its experiment.json sets {missing[0]} = {settings[missing[0]]!r}, which no option of this command "
+                "has")
+        raise UsageError(f"--resume {folder!r}: {what}; resume it the way it was started, with the module that "
+                         "registers that layer imported")
     held = int(previous.groupby("algorithm")["rep"].nunique().max()) if len(previous) and \
         {"algorithm", "rep"} <= set(previous.columns) else 0  # (an interrupted growth: more than the settings')
     for key, value in settings.items():
@@ -918,6 +929,7 @@ def _write_experiment(args, problems, file_algorithms):
                                                          "algorithms": [label for label, _, _ in specs],
                                                          "objective": f.describe(), "fingerprint": describe(A)}
     document = {"settings": settings, "algorithms": file_algorithms, "graphs": graphs,
+                "layers": network_options.set_apart(args),  # (what a resume without their modules refuses)
                 "node_files": network_options.node_files(args), "folder": os.getcwd(), "version": __version__,
                 "build_info": build_info(), "argv": getattr(args, "argv", sys.argv[1:])}
     atomic_write(os.path.join(args.out, "experiment.json"),

@@ -258,7 +258,8 @@ def _one_run(plan, method, lr, *, repeats, progress, checkpoint=None, resume=Non
             warnings.simplefilter("ignore", NetworkIgnoredWarning)  # (the plan warned of it, once)
             h = run(algo, plan.objective, iterations, record_at=plan.schedule(method), repeats=repeats,
                     seed=plan.seed, progress=progress, metrics=plan.metrics, checkpoint=checkpoint, resume=resume,
-                    first_repeat=first_repeat, _metrics_checked=True)
+                    first_repeat=first_repeat, _metrics_checked=True, _record_stop=False)  # (a resume goes on
+            # from the checkpoint: no metric pass more in a worker's grace after Ctrl-C, helper 239)
     except DivergenceError as exc:
         h = exc.history
     meta = dict(h.meta)

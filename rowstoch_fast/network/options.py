@@ -26,8 +26,9 @@ from ..errors import UsageError
 from .base import LAYERS
 
 __all__ = ["Option", "NETWORK_SEED", "NodeValues", "add_arguments", "build", "check", "declared", "ends", "in_use",
-           "names", "node_files", "node_spec", "node_values", "owner", "record", "refused", "refused_node", "setting_key",
-           "settings", "shown", "spellings", "toml_choices", "toml_schema", "unread", "words"]
+           "names", "node_files", "node_spec", "node_values", "owner", "record", "refused", "refused_node",
+           "set_apart", "setting_key", "settings", "shown", "spellings", "toml_choices", "toml_schema", "unread",
+           "words"]
 
 
 @dataclass(frozen=True)
@@ -443,6 +444,12 @@ def toml_choices():
 def toml_item_help():
     """``{key: item_help}`` of the sweeps whose items take more than a choice."""
     return {opt.key: opt.item_help for opt in declared() if opt.item_help}
+
+
+def set_apart(ns):
+    """The names of the layers whose options ``ns`` sets apart from their defaults (a sweep's too), sorted."""
+    return sorted(cls.layer for cls in _layers() if any(getattr(ns, opt.name, opt.default) != opt.default
+                                                       for opt in cls.OPTIONS))
 
 
 def in_use(ns):
