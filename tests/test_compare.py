@@ -279,6 +279,49 @@ def test_the_fine_refinement_halves_the_steps_to_a_neighbour_far_above_the_best(
     # below the quarter steps before the refinement had eighths)
 
 
+def test_the_fine_refinement_tries_the_midpoint_of_a_pair_between_two_walls(monkeypatch):
+    """Helper 232: Push-Pull on two directed 16-cycles (mini-batches) ended alike at 0.0133 and 0.0154 on the
+    tuner's streams, 3.2-3.3x below 0.0115 and below a rejected 0.0178, and was run at one of them, 2.8-3.0x above
+    their midpoint 0.0143 in the evaluation. Where the best and a neighbour that ends close to it lie between two
+    walls (its other neighbour and the close one's outer one, each steep or rejected, one at least ended, each so
+    steep that it would end ``gain`` lower at the pair's midpoint), that midpoint is tried; not on a plateau, a
+    noise floor or a gentle bowl."""
+    inf = math.inf
+    grid = {1e-4: inf, 3.16228e-4: inf, 0.001: 0.145, 0.00316228: 0.0475, 0.00562341: 0.0202, 0.00749894: 0.0117,
+            0.01: 0.00595, 0.0316228: inf, 0.1: inf, 0.316228: inf, 1.0: inf}
+    mid = [pytest.approx(0.0143301, rel=1e-5)]
+    # seed 1: the best 0.0133 (3.2x below 0.0115), 0.0154 1.12x above it, then 0.0178 rejected
+    seed1 = {**grid, 0.0115478: 0.00355, 0.0133352: 0.0011, 0.0153993: 0.00123, 0.0177828: inf}
+    assert tuning._fine(0.0133352, seed1, rel=0.06) == mid
+    # seed 4: the best 0.0154 below a rejected 0.0178, 0.0133 1.01x above it, then 0.0115 3.3x above that
+    seed4 = {**grid, 0.0115478: 0.00372, 0.0133352: 0.00113, 0.0153993: 0.00112, 0.0177828: inf}
+    assert tuning._fine(0.0153993, seed4, rel=0.078) == mid
+    # not where the close neighbour's outer one ends close to it too (a plateau, a noise floor)
+    assert tuning._fine(0.0133352, {**seed1, 0.0177828: 0.0013}, rel=0.06) == []
+    # nor between two rejected rates, nor where noise that wide could make the walls (3.2x is not 2.7x squared)
+    assert tuning._fine(0.0133352, {**seed1, 0.0115478: inf}, rel=0.06) == []
+    assert tuning._fine(0.0133352, seed1, rel=0.35) == []
+    # nor in a gentle bowl: the default comparison's Push-SAGA, 1.36x and 1.41x an eighth of a decade out
+    bowl = {0.00316228: 0.1, 0.01: 0.0314, 0.0177828: 0.0144, 0.0237137: 0.0102, 0.0316228: 0.00912,
+            0.0421696: 0.0124, 0.0562341: 0.0148, 0.1: 0.0203}
+    assert tuning._fine(0.0316228, bowl, rel=0.06) == []
+    # nor on DSGD's noise floor (the same problem): 1.34x above the best an eighth of a decade up
+    floor = {0.01: 0.00615, 0.0177828: 0.00114, 0.0237137: 0.000436, 0.0316228: 0.000216, 0.0421696: 0.00017,
+             0.0562341: 0.000228, 0.1: 0.000253, 0.177828: 0.000391}
+    assert tuning._fine(0.0421696, floor, rel=0.09) == []
+    # nor between rates a 32nd of a decade apart, which two noisy streams order at random (ABM there, batches of 4:
+    # the midpoint 0.0149 ended 1.6x above 0.0154 over 20 repetitions)
+    abm = {**grid, 0.0115478: 0.00205, 0.0133352: 0.000891, 0.0143301: 0.000383, 0.0153993: 0.00031,
+           0.0165482: 0.000827, 0.0177828: inf}
+    assert tuning._fine(0.0153993, abm, rel=0.0635) == []
+    monkeypatch.setattr(tuning, "BETWEEN_WALLS_APART", 1.05)  # (its walls are steep enough)
+    assert tuning._fine(0.0153993, abm, rel=0.0635) == [pytest.approx(0.0148551, rel=1e-5)]
+    monkeypatch.undo()
+    # with exact trajectories, the walls of a valley were halved toward already (both neighbours)
+    assert tuning._fine(0.0133352, seed1, exact=True) == [pytest.approx(math.sqrt(0.0133352 * 0.0115478), rel=1e-5),
+                                                          pytest.approx(0.0143301, rel=1e-5)]
+
+
 def test_the_first_refinement_goes_around_the_runner_up_too(monkeypatch):
     """Helper 184: MG-Pull-Diag-GT (R = 10) on the paper's ring ended 9.0e-4 at 0.0178, a narrow valley between the
     grid's 0.01 and its runner-up 0.0316 (1.5x the best), where the refinement around the best alone, 0.1, chose

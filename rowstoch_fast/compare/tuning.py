@@ -17,8 +17,9 @@ edge, in a second batched run, which also refines around the runner-up where it 
 the best (:func:`_around_runner_up`); where the best then lies in a narrow valley (its neighbours end steeply above it: a
 method that converges linearly ends exponentially in its rate), or, where the tuning's trajectories are the
 evaluation's (gradients of the whole data, no draws: :func:`exact_tuning`), anywhere but on a plateau, the steps to
-them are halved, four times at most (:func:`_fine`). Where the gradients or
-the messages are random and two streams cannot order the candidates (the relative standard error of their replicas'
+them are halved, four times at most (:func:`_fine`; and where it and a neighbour that ends close to it lie
+between two such walls, their midpoint is tried: :func:`_between_walls`). Where the gradients or the messages are
+random and two streams cannot order the candidates (the relative standard error of their replicas'
 final values, pooled, at least :data:`CONFIRM_NOISE`), the contenders (:func:`contenders`: the best, the others
 within two standard errors of it, then its neighbours within a grid step) run again on as many more streams as that
 noise needs (:func:`confirm_repeats`; in runs no wider than the grid's), their messages drawn anew, are judged on
@@ -214,6 +215,11 @@ FINE_STAGES = 4
 #: their difference too): a method converging linearly ends exponentially in its rate (GT-SVRG on a helper's
 #: least squares: 5.6e-5 at the tuned 0.0316, 2.2e-6 at 0.0398, 2.8e-3 at the quarter step up 0.0562).
 FINE_GAIN = 1.25
+#: The least ratio of the two rates whose midpoint :func:`_between_walls` tries: 1.1, between the default grid's
+#: 16th of a decade (1.155x; helper 232's Push-Pull, mini-batches of 8, ended 2.3-2.8x lower at the midpoint of
+#: 0.0133 and 0.0154 over 20 repetitions) and its 32nd (1.075x: ABM there, batches of 4, chose the midpoint of
+#: 0.0143 and 0.0154 on two streams and ended 1.6x above 0.0154 over 20 repetitions; Push-Pull, batches of 16, 1.18x).
+BETWEEN_WALLS_APART = 1.1
 #: Where the tuning's trajectories are the evaluation's (:func:`exact_tuning`), a best whose neighbours all end within
 #: this factor of it is on a plateau (a bias floor: DSGD's least squares 6.0735e-5 against 6.0745e-5), and the fine
 #: refinement stops there; anything steeper is halved toward (:func:`_fine`).
@@ -994,7 +1000,8 @@ def _fine(best, scores, rel=0.0, exact=False):
     relative standard error is ``rel`` (:func:`noise`), more than two standard errors of their difference
     (``exp(2 sqrt(2) rel)``, 1.25 at :data:`CONFIRM_NOISE`). A best with a neighbour that ends close to it (a
     noise floor, a bias, a transient: the default comparison's methods, 1.1-1.4x on one side) is left as it is:
-    there the halved steps gained 1.11x at most and cost 26-47% of its time (bench/RESULTS.md 58d, 61a).
+    there the halved steps gained 1.11x at most and cost 26-47% of its time (bench/RESULTS.md 58d, 61a), unless
+    that neighbour and the best lie between two walls (:func:`_between_walls`): then their midpoint alone.
 
     With ``exact`` (the tuning's trajectories are the evaluation's: :func:`exact_tuning`), the midpoints with every
     neighbour, rejected or not, unless each ends within :data:`PLATEAU` of the best: a deterministic method's final
@@ -1007,16 +1014,48 @@ def _fine(best, scores, rel=0.0, exact=False):
     neighbours = [lr for lr in (tried[i - 1] if i > 0 else None, tried[i + 1] if i + 1 < len(tried) else None)
                   if lr is not None]
 
-    def steep(lr):
-        return math.isfinite(scores[lr]) and scores[lr] > max(gain, lr / best, best / lr) * scores[best]
+    def steep(lr, low=best):
+        return math.isfinite(scores[lr]) and scores[lr] > max(gain, lr / low, low / lr) * scores[low]
 
     if exact:
         if all(scores[lr] <= PLATEAU * scores[best] for lr in neighbours):  # (inf is not)
             return []
     elif not any(steep(lr) for lr in neighbours) or not all(steep(lr) or not math.isfinite(scores[lr])
                                                               for lr in neighbours):
-        return []
+        return _between_walls(best, tried, scores, steep, gain)
     return _midpoints(best, neighbours, scores)
+
+
+def _between_walls(best, tried, scores, steep, gain):
+    """The midpoint of ``best`` with a neighbour that ends close to it (not ``steep``: :func:`_fine`), more than
+    :data:`BETWEEN_WALLS_APART` from it, where the two lie between walls: ``best``'s other neighbour and the close
+    one's outer one (the next rate of ``tried`` past it) each end steeply above the rate beside them or were
+    rejected, not both rejected, and each that ended rises so fast in the logarithms that, as fast down to the
+    pair's midpoint, it would end ``gain`` below the best there (``ln(score ratio) / ln(rate ratio) * ln(the pair's
+    rate ratio) / 2 > ln(gain)``). Helper 232's Push-Pull on two directed 16-cycles (mini-batches, 1,500 rounds)
+    ended 1.1e-3 at both 0.0133 and 0.0154 on the tuner's streams, 3.2-3.3x below 0.0115 (1.8x at the midpoint by
+    that rule) and below a rejected 0.0178; the tuner kept one of them, 2.8-3.0x above their midpoint 0.0143 in the
+    evaluation (9.5e-4 or 1.4e-3 against 3.5e-4 or 4.6e-4; seeds 1 and 4 of five). A noise floor, a bias or a
+    gentle bowl rises slower: the default comparison's Push-SAGA and GT-SAGA, 1.36x and 1.41x an eighth of a decade
+    out (1.17-1.19x by the rule), and DSGD's floor there are left as they are, as is a plateau (its outer neighbour
+    not steep). One rate a stage (the default comparison never asks for it)."""
+    i = tried.index(best)
+    if not 0 < i < len(tried) - 1:
+        return []
+
+    def wall(lr, low, pair):
+        return not math.isfinite(scores[lr]) or (steep(lr, low) and (scores[low] <= 0.0 or math.log(
+            scores[lr] / scores[low]) * math.log(pair) > 2.0 * math.log(gain) * abs(math.log(lr / low))))
+
+    for side in (-1, 1):
+        close, other, outer = tried[i + side], tried[i - side], i + 2 * side
+        if not math.isfinite(scores[close]) or steep(close) or not 0 <= outer < len(tried):
+            continue
+        pair, outer = max(best, close) / min(best, close), tried[outer]
+        if (pair > BETWEEN_WALLS_APART and wall(other, best, pair) and wall(outer, close, pair)
+                and (math.isfinite(scores[other]) or math.isfinite(scores[outer]))):
+            return _midpoints(best, [close], scores)
+    return []
 
 
 def _valleys(scores, best):
