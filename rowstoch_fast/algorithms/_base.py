@@ -187,7 +187,6 @@ def _check_grad_fn(grad_fn):
                         f"{type(grad_fn).__name__} {grad_fn!r:.60}")
 
 
-
 def _registered_name(cls):
     """``cls.name``, checked before :data:`REGISTRY` takes it: a name another class holds had replaced that method
     everywhere (``name = "dsgd"``: ``Algorithm(method="dsgd")``, ``compare`` and the command line ran the new class,
@@ -222,6 +221,7 @@ def _redefined(known, cls):
         return True
     files = [getattr(sys.modules.get(c.__module__), "__file__", None) for c in (known, cls)]
     return known.__qualname__ == cls.__qualname__ and files[0] is not None and files[0] == files[1]
+
 
 class Optimizer(AskTell, FailureHandling, Persistence):
     """Base class of the decentralized optimizers (see the module docstring for how to write one).
@@ -1184,7 +1184,7 @@ class Optimizer(AskTell, FailureHandling, Persistence):
 
     def _advance(self, grad_fn, cur, nxt, t):
         raise NotImplementedError(f"{type(self).__name__} defines no _advance(grad_fn, cur, nxt, t): a method's "
-                                  "step (docs/guide/developers.md)")
+                                  "step (docs/guide/algorithms.md, \"Adding an algorithm\")")
 
     def _carry(self, cur, nxt, *names):
         """The blocks ``names`` this step leaves as they were: ``nxt[name] <- cur[name]``. On the host no copy:
