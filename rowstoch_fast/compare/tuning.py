@@ -1038,7 +1038,9 @@ def _between_walls(best, tried, scores, steep, gain):
     evaluation (9.5e-4 or 1.4e-3 against 3.5e-4 or 4.6e-4; seeds 1 and 4 of five). A noise floor, a bias or a
     gentle bowl rises slower: the default comparison's Push-SAGA and GT-SAGA, 1.36x and 1.41x an eighth of a decade
     out (1.17-1.19x by the rule), and DSGD's floor there are left as they are, as is a plateau (its outer neighbour
-    not steep). One rate a stage (the default comparison never asks for it)."""
+    not steep). One rate a stage (the default comparison never asks for it). On 156 tunings of another tester's
+    problems (helper 240) it fired in 18, all on directed rings, walls of 1.2-1.5x on nonconvex logistic among them,
+    and its rate ended lower in 13 of the 14 it changed (1.15-25x over 20 repetitions), level in one."""
     i = tried.index(best)
     if not 0 < i < len(tried) - 1:
         return []
