@@ -684,6 +684,11 @@ def caller_outside():
     return level + 1
 
 
+def outside_package(cls):
+    """Whether the class ``cls`` is defined outside this package (a user's method or network layer)."""
+    return not cls.__module__.startswith(__name__.split(".")[0] + ".")
+
+
 def int_option(minimum, what):
     """An ``argparse`` type: an integer >= ``minimum`` (``what`` names it in the error)."""
     import argparse

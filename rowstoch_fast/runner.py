@@ -1526,13 +1526,7 @@ def _set_up(algorithm, objective, iterations, repeats, x0, seed, first_repeat, r
         last = data.get("oracle_last")
         oracle.last = None if last is None else opt.scatter(last)
     else:
-        try:
-            opt.initialize(oracle)
-        except ValueError as exc:
-            said = in_rounds_words(exc, opt)
-            if said is exc:
-                raise
-            raise said from None
+        initialize(opt, oracle)
     meta["setup_seconds"] = time.perf_counter() - setup_start  # optimizer, tracker, first gradients, GPU kernels
     logger.info("%s (lr %g) on the %s backend, %d nodes, %d repetitions, %d threads: set up in %.2f s, %s at "
                 "iteration %d", meta["algorithm"], algorithm.lr if np.ndim(algorithm.lr) == 0 else float("nan"),
@@ -1614,6 +1608,18 @@ def _record_where_stopped(opt, objective, oracle, rows, t0, metrics):
                       f"{type(exc).__name__}: {exc}); its records end at iteration {rows[-1][0]}", RuntimeWarning,
                       stacklevel=4)
     return opt.share(rows)
+
+
+def initialize(opt, oracle):
+    """``opt.initialize(oracle)``, a refusal of the gradients' mini-batches said of the rounds that set them
+    (:func:`in_rounds_words`): the runner's and the tuner's runs."""
+    try:
+        opt.initialize(oracle)
+    except ValueError as exc:
+        said = in_rounds_words(exc, opt)
+        if said is exc:
+            raise
+        raise said from None
 
 
 def in_rounds_words(exc, opt):

@@ -197,10 +197,10 @@ def _own_classes(plan):
     interpreter) imports their modules, which registers them (only the methods' names travel in the plan: a method
     of the user's imported in a function, or under ``python -c``, ended the comparison with a bare
     ``KeyError: 'NAME'``, helper 238)."""
+    from .._checks import outside_package
     from ..algorithms import REGISTRY
 
-    classes = {REGISTRY[m.method] for m in plan.methods}
-    return sorted((cls for cls in classes if not cls.__module__.startswith(__package__.split(".")[0] + ".")),
+    return sorted({cls for cls in (REGISTRY[m.method] for m in plan.methods) if outside_package(cls)},
                   key=lambda cls: cls.name)
 
 

@@ -50,8 +50,7 @@ from .._files import atomic_write
 from .._progress import bar as progress_bar
 from ..errors import DivergenceError
 from ..objectives import Oracle, optimum_of
-from ..runner import (GROWTH_WARNING, agreed_stop, build_replicas, in_rounds_words, record_metrics,
-                      round_schedule)
+from ..runner import GROWTH_WARNING, agreed_stop, build_replicas, initialize, record_metrics, round_schedule
 from ..network import draws, redrawn
 
 __all__ = ["TUNE_SEED_OFFSET", "TUNE_REPEATS", "TUNE_POINTS", "STABILITY_FACTOR", "NO_PROGRESS", "CONVERGED",
@@ -873,13 +872,7 @@ def _trajectories(agreed, algo, objective, T, due, fingerprint, entry, metric, s
                                               rep_offset=rep_offset, rep_period=repeats), objective, repeats, limit)
         rows = []
         if found is None:
-            try:
-                opt.initialize(oracle)
-            except ValueError as exc:  # (the R mini-batches a gradient averages refused, said of the rounds)
-                said = in_rounds_words(exc, opt)
-                if said is exc:
-                    raise
-                raise said from None
+            initialize(opt, oracle)  # (the R mini-batches a gradient averages refused: said of the rounds)
         else:
             oracle.iteration, rows = found[1], found[2]
 

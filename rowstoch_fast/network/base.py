@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from .._checks import as_float_array, check_int, check_out, MAX_KEY, MAX_ROUNDS
+from .._checks import as_float_array, check_int, check_out, MAX_KEY, MAX_ROUNDS, outside_package
 from .._hashing import MAX_T
 from ..mixing import asymmetric_rounds, columns_sum_to_one, first_asymmetry, MixingMatrix, off_sums
 from ._rounds import _compiled_rounds, _mix_entries
@@ -263,7 +263,7 @@ class Network:
                                  f"losses, sleep or message layers, not a {type(layer).__name__}")
             layer.stochastic = "doubly"
             varying |= layer.acts_on == "links"
-            foreign |= not type(layer).__module__.startswith(__package__.split(".")[0] + ".")
+            foreign |= outside_package(type(layer))
             layer = layer.base
         if not (isinstance(layer, MixingMatrix) or getattr(layer, "acts_on", None) == "matrices"):
             raise ValueError(f"{self!r}: the undirected rule needs a static matrix W under the network")
@@ -284,12 +284,15 @@ class Network:
             # 10^6 nodes, called for every redrawn repetition, helper 239)
             for t in range(UNDIRECTED_ROUNDS_CHECKED):
                 M = net.matrix(t)
-                if (bad := first_asymmetry(M)) is not None or not columns_sum_to_one(M):
-                    what = asymmetric_rounds(bad) if bad is not None else \
-                        "column {} sums to {:.6g}".format(*(lambda o, s: (int(o[0]), float(s[o[0]])))(
-                            *off_sums(M.csr, "column")))
-                    raise ValueError(f"{self!r}: its rounds under the undirected rule are not symmetric and doubly "
-                                     f"stochastic, though its layers declare keeps_symmetry: at iteration {t}, {what}")
+                if (bad := first_asymmetry(M)) is not None:
+                    what = asymmetric_rounds(bad)
+                elif not columns_sum_to_one(M):
+                    off, sums = off_sums(M.csr, "column")
+                    what = f"column {int(off[0])} sums to {float(sums[off[0]]):.6g}"
+                else:
+                    continue
+                raise ValueError(f"{self!r}: its rounds under the undirected rule are not symmetric and doubly "
+                                 f"stochastic, though its layers declare keeps_symmetry: at iteration {t}, {what}")
         return net
 
     def _entries(self, t, r):
