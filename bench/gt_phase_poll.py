@@ -1,12 +1,13 @@
 """The fused tracker phase (gt_y_phase) with and without its Ctrl-C poll: two builds of _core interleaved
-(section 87f of bench/RESULTS.md). python bench/gt_phase_poll.py (OLD and NEW: the paths of the two builds in the
-script)."""
+(section 87f of bench/RESULTS.md):
+
+    OMP_NUM_THREADS=1 python bench/gt_phase_poll.py OLD_CORE.so NEW_CORE.so
+"""
 import sys, time, importlib.util, numpy as np
 def load(path):
     spec = importlib.util.spec_from_file_location("_core", path); m = importlib.util.module_from_spec(spec); spec.loader.exec_module(m); return m
 import rowstoch_fast as rf
-old = load("/work/scratch/snap126/rowstoch_fast/_core.cpython-311-x86_64-linux-gnu.so")
-new = load("/work/main/rowstoch_fast/_core.cpython-311-x86_64-linux-gnu.so")
+old, new = load(sys.argv[1]), load(sys.argv[2])
 for n, R in ((16, 10), (1024, 10)):
     A = rf.topology.exponential(n); c = A.csr
     z = lambda: np.zeros((n, 10)); x, y, g1, g0 = (np.random.default_rng(k).standard_normal((n, 10)) for k in range(4))
