@@ -1716,3 +1716,56 @@ def test_a_layer_that_declares_it_keeps_symmetry_is_checked_under_the_undirected
         DIGing(Thin(W), np.zeros((6, 1)), lr=0.05)
     for net in (Lossy(W, 0.3, seed=1), Sleepy(W, 0.4, seed=2), Lossy(Sleepy(W, 0.2, seed=3), 0.5, seed=4)):
         DIGing(net, np.zeros((6, 1)), lr=0.05)  # (the rule's own rounds pass)
+
+
+@pytest.mark.parametrize("returned, error, fragment", [
+    (lambda M: M.toarray(), TypeError, r"Thin.matrix\(0, 0\) must return a rowstoch_fast.MixingMatrix .*got ndarray"),
+    (lambda M: M.toarray().tolist(), TypeError, r"Thin.matrix\(0, 0\) must return .*got list"),
+    (lambda M: topology.exponential(5), ValueError, r"Thin.matrix\(0, 0\) returned a matrix of 5 nodes; the network "
+                                                    r"has 6"),
+])
+def test_what_a_users_layer_s_matrix_returns_is_checked(returned, error, fragment):
+    """Helper 238: a plain layer whose ``matrix`` returned an ndarray ended inside a step in ``AttributeError:
+    'numpy.ndarray' object has no attribute 'csr'``, one of 5 nodes in a matmul's "dimension mismatch"."""
+    from rowstoch_fast import PullDiagGT
+    from rowstoch_fast.network import Network
+
+    class Thin(Network):
+        acts_on = "links"
+
+        def __init__(self, A):
+            self.base, self.n, self.stochastic = A, A.n, "row"
+
+        def matrix(self, t, r=0):
+            return returned(self.base)
+
+        def map(self, f):
+            return Thin(f(self.base))
+
+    opt = PullDiagGT(Thin(topology.exponential(6)), np.zeros((6, 2)), 0.05)
+    with pytest.raises(error, match=fragment):
+        opt.step(lambda X: X - 1.0)
+    assert not outside_package_wrapped(Lossy), "the package's own layers are not wrapped"
+
+
+def outside_package_wrapped(cls):
+    return hasattr(cls.__dict__.get("matrix"), "__wrapped__")
+
+
+@pytest.mark.parametrize("drawn, error, fragment", [
+    (lambda n: [True] * n, TypeError, r"S._draw\(0\) must return a bool ndarray of shape \(6,\) .*got a list"),
+    (lambda n: np.ones(n, dtype=np.int64), TypeError, r"got an array of int64 and shape \(6,\)"),
+    (lambda n: np.ones(n - 1, dtype=bool), ValueError, r"got an array of bool and shape \(5,\)"),
+])
+def test_what_a_sleepy_subclass_s_draw_returns_is_checked(drawn, error, fragment):
+    """Helper 238: a Sleepy subclass whose ``_draw`` returned a list ended in ``AttributeError: 'list' object has no
+    attribute 'flags'``."""
+    from rowstoch_fast import PullDiagGT
+
+    class S(Sleepy):
+        def _draw(self, t):
+            return drawn(self.n)
+
+    opt = PullDiagGT(S(topology.exponential(6), 0.5), np.zeros((6, 2)), 0.05)
+    with pytest.raises(error, match=fragment):
+        opt.step(lambda X: X - 1.0)

@@ -4,6 +4,8 @@ layers), :func:`describe` and the checks every layer makes of what it wraps.
 
 from __future__ import annotations
 
+import functools
+
 import numpy as np
 
 from .._checks import as_float_array, check_int, check_out, MAX_KEY, MAX_ROUNDS, outside_package
@@ -164,6 +166,8 @@ class Network:
                 raise TypeError(f"{cls.__qualname__}: the layer name {name!r} is {known.__module__}."
                                 f"{known.__qualname__}'s; give the new layer a name of its own")
             LAYERS[name] = cls
+        if "matrix" in cls.__dict__ and outside_package(cls):
+            cls.matrix = _checked_matrix(cls.__dict__["matrix"])
 
     @classmethod
     def declares(cls, prop):
@@ -402,6 +406,26 @@ def first_difference(saved, current, prefix=""):
                 return found
         return None
     return None if saved == current else (prefix.rstrip("."), saved, current)
+
+
+def _checked_matrix(matrix):
+    """A ``matrix(t, r)`` of a layer from outside the package, checked where it returns: a :class:`MixingMatrix`
+    of the network's ``n`` (helper 238: a plain subclass whose ``matrix`` returned an ndarray had ended inside a
+    step in ``AttributeError: 'numpy.ndarray' object has no attribute 'csr'``, one of 5 nodes in a matmul's
+    "dimension mismatch"). The package's own layers, whose registry tests check them, are not wrapped."""
+
+    @functools.wraps(matrix)
+    def checked(self, t, *args, **kwargs):  # (as the user's takes them)
+        M = matrix(self, t, *args, **kwargs)
+        where = f"{type(self).__qualname__}.matrix({t}, {args[0] if args else kwargs.get('r', 0)})"
+        if not isinstance(M, MixingMatrix):
+            raise TypeError(f"{where} must return a rowstoch_fast.MixingMatrix (MixingMatrix(array) wraps an "
+                            f"array or a scipy.sparse matrix), got {type(M).__name__}")
+        if self.n is not None and M.n != self.n:
+            raise ValueError(f"{where} returned a matrix of {M.n} nodes; the network has {self.n}")
+        return M
+
+    return checked
 
 
 def as_network(A):

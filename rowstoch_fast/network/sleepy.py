@@ -219,9 +219,21 @@ class Sleepy(Network):
         cached = draws.get("awake")
         if cached is None or cached[0] != t:
             mask = self._draw(t)
+            if not (isinstance(mask, np.ndarray) and mask.dtype == bool):
+                raise TypeError(self._drawn_wrong(t, mask))
+            if mask.shape != (self.n,):
+                raise ValueError(self._drawn_wrong(t, mask))
             mask.flags.writeable = False
             cached = draws["awake"] = (t, mask)
         return cached[1]
+
+    def _drawn_wrong(self, t, mask):
+        """What is wrong with ``mask``, returned by ``_draw(t)`` (a subclass's own: helper 238's returned a list,
+        which had ended in ``AttributeError: 'list' object has no attribute 'flags'``)."""
+        got = (f"an array of {mask.dtype} and shape {mask.shape}" if isinstance(mask, np.ndarray)
+               else f"a {type(mask).__name__}")
+        return (f"{type(self).__qualname__}._draw({t}) must return a bool ndarray of shape ({self.n},) (which "
+                f"nodes are awake), got {got}")
 
     def _draw(self, t):
         nodes = np.arange(self.n)
