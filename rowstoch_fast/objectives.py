@@ -1393,6 +1393,10 @@ class Quadratic(Objective):
             distinct = _distinct(reps, rep_period)
             rows = ... if nodes is None else np.asarray(nodes)
             noise = np.empty((len(distinct), *G.shape[-2:]))
+            # (a multi-round method averages ``rounds`` mini-batches per call: rounds = 10**9 had met NumPy's
+            # "Unable to allocate 1.16 TiB for an array with shape (1000000000, 16, 10)")
+            require_memory(8 * batches * self.n * self.d, f"batches = {batches}: each gradient's noise, "
+                           f"{batches} x {self.n} x {self.d} normals drawn at once,", "lower batches")
             for k, z in enumerate(_numpy_normals(seed, rep_offset + distinct, iteration, (batches, self.n, self.d))):
                 np.multiply(self.sigma, (z[0] if batches == 1 else z.mean(0))[rows], out=noise[k])
             if G.ndim == 2:

@@ -1615,7 +1615,7 @@ def initialize(opt, oracle):
     (:func:`in_rounds_words`): the runner's and the tuner's runs."""
     try:
         opt.initialize(oracle)
-    except ValueError as exc:
+    except (ValueError, MemoryError) as exc:
         said = in_rounds_words(exc, opt)
         if said is exc:
             raise
@@ -1627,9 +1627,10 @@ def in_rounds_words(exc, opt):
     method's oracle averages ``rounds`` mini-batches per call (eq. 12b), and ``rounds=10**9`` was refused as
     "batches = 1000000000 ...; lower batches or batch", an argument the caller never gave."""
     text = str(exc)
-    if opt.rounds > 1 and type(exc) is ValueError and text.startswith(f"batches = {opt.rounds} "):
-        return ValueError(f"rounds = {opt.rounds}: each gradient averages {opt.rounds} mini-batches (eq. 12b), and "
-                          + text.replace("lower batches or batch", "lower rounds or the batch"))
+    if opt.rounds > 1 and type(exc) in (ValueError, MemoryError) and text.startswith(f"batches = {opt.rounds}"):
+        return type(exc)(f"rounds = {opt.rounds}: each gradient averages {opt.rounds} mini-batches (eq. 12b), and "
+                          + text.replace("lower batches or batch", "lower rounds or the batch").replace(
+                              "lower batches", "lower the rounds"))
     return exc
 
 

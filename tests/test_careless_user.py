@@ -24,7 +24,7 @@ import scipy.sparse as sp
 
 import rowstoch_fast as rf
 from rowstoch_fast import Algorithm, MixingMatrix, PullDiagGT, run, topology
-from rowstoch_fast.objectives import LeastSquares, NonconvexLogistic
+from rowstoch_fast.objectives import LeastSquares, NonconvexLogistic, Quadratic
 from conftest import hang_limit, sigint_as_usual
 
 ROWSTOCH = shutil.which("rowstoch")
@@ -229,6 +229,22 @@ def test_rounds_whose_mini_batches_are_refused_are_named_as_rounds(tmp_path):
                                    "--rounds-budget", "2000000000", "--tracker", "perron", "--no-progress", "--out",
                                    tmp_path / f"c{len(lr)}")
         assert_one_line_error(rc, err, "rounds = 100000000: each gradient averages", "lower --mg-rounds or --batch")
+
+
+def test_rounds_whose_noise_draws_do_not_fit_are_named_as_rounds(tmp_path):
+    """A quadratic's noisy gradient draws its ``batches`` mini-batches' normals at once: a multi-round method's
+    ``rounds=10**9`` had met NumPy's "Unable to allocate 1.16 TiB for an array with shape (1000000000, 16, 10)",
+    naming neither the rounds nor what to lower."""
+    f = Quadratic.random(n=16, d=10, seed=0, sigma=0.5)
+    with pytest.raises(MemoryError, match=r"^rounds = 1000000000000: each gradient averages 1000000000000 "
+                                          r"mini-batches \(eq. 12b\), and batches = 1000000000000: each gradient's "
+                                          r"noise, 1000000000000 x 16 x 10 normals drawn at once, needs about .* of "
+                                          r"memory but only .* is available; lower the rounds$"):
+        run(Algorithm(topology.exponential(16), lr=3e-3, rounds=10**12, tracker="perron"), f, 3)
+    rc, _, err = rowstoch_here("run", "--algorithm", "mg-pull-diag-gt", "--rounds", "1000000000000", "--tracker",
+                               "perron", "--objective", "quadratic", "--sigma", "0.5", "--no-progress", "--out",
+                               tmp_path)
+    assert_one_line_error(rc, err, "rounds = 1000000000000: each gradient averages", "lower --rounds")
 
 
 def test_a_matrix_market_header_of_more_rows_than_entries_is_refused_before_any_array_of_n(tmp_path):

@@ -63,8 +63,10 @@ _KEYWORD_OPTIONS = {"tracker='perron'": "--tracker perron", "tracker='exact'": "
                     "or raise max_bytes": "or raise ROWSTOCH_TRACKER_MAX_BYTES",
                     "raise max_work / ROWSTOCH_TRACKER_MAX_WORK": "raise ROWSTOCH_TRACKER_MAX_WORK"}
 #: The same, where the command names it its own way (a multi-round method's rounds: ``--mg-rounds`` of compare).
-_COMMAND_OPTIONS = {"run": {"lower rounds or the batch": "lower --rounds or --batch"},
-                    "compare": {"lower rounds or the batch": "lower --mg-rounds or --batch"}}
+_COMMAND_OPTIONS = {"run": {"lower rounds or the batch": "lower --rounds or --batch",
+                            "lower the rounds": "lower --rounds"},
+                    "compare": {"lower rounds or the batch": "lower --mg-rounds or --batch",
+                                "lower the rounds": "lower --mg-rounds"}}
 
 
 def _in_option_words(text, command=None):
