@@ -170,6 +170,14 @@ def test_a_method_that_breaks_the_step_contract_is_told_which_rule():
                                                      "(nxt['x'] = ...); write into the block")):
         opt.step(lambda X: X)
     assert opt.iteration == 0 and opt.x.shape == (6, 2)  # (not committed)
+    opt = Rebinds(A, x0, 0.1)
+    opt._ops.keeps_blocks = False  # (a GPU's: a carry copies; its step's blocks had been the optimizer's own dict)
+    with pytest.raises(RuntimeError, match="Rebinds: this step rebound its block 'x' to another array"):
+        opt.step(lambda X: X)
+    assert opt.iteration == 0 and opt.x.shape == (6, 2) and opt._nxt["x"].shape == (6, 2)
+    copies = Carries(A, x0, 0.1)
+    copies._ops.keeps_blocks = False
+    assert np.array_equal(copies.step(lambda X: X).step(lambda X: X).x, x0)
     assert np.array_equal(Carries(A, x0, 0.1).step(lambda X: X).step(lambda X: X).x, x0)  # (a carry is no rebinding)
     with pytest.raises(NotImplementedError, match="Base defines no _advance"):
         Base(A, x0, 0.1).step(lambda X: X)

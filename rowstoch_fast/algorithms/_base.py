@@ -1163,8 +1163,8 @@ class Optimizer(AskTell, FailureHandling, Persistence):
         self._ops.t, self._ops.phase, self._ops.calls = self._network_time(t), "step", 0  # the time a varying network mixes
         # with (and a delayed network's histories, one per quantity mixed, told apart by call order)
         self._calls_before = before = self._calls.copy()  # (the oracle calls counted in place by this step)
-        nxt = dict(self._nxt) if self._ops.keeps_blocks else self._nxt  # (the step's own: _carry may point an
-        # entry at cur's buffer)
+        nxt = dict(self._nxt)  # (the step's own: _carry may point an entry at cur's buffer, on the host; and on a
+        # GPU, where it copies, a step that rebinds a block is told, not made the blocks: :meth:`_following`)
         try:
             self._advance(grad_fn, self._cur, nxt, t)
             following = self._following(nxt)
