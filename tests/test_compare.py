@@ -4866,9 +4866,12 @@ def test_cli_compare_resumes_an_interrupted_comparison(tmp_path, monkeypatch, ca
     assert set(partial.loc[partial["algorithm"] == "sgp", "status"]) == {"interrupted"}
     assert (out / "checkpoints" / "exponential" / "sgp.npz").exists()
     capsys.readouterr()
+    monkeypatch.setattr("rowstoch_fast.compare.default_jobs", lambda: 4)  # (the start's --jobs 1 is kept: it had
+    # resumed on every core, helper 238)
     assert cli.main(["compare", "--resume", str(out), "--no-progress"]) == 0
+    monkeypatch.undo()
     stdout = capsys.readouterr().out
-    assert "dsgd: kept from the earlier comparison (ok, 2 repetitions)" in stdout
+    assert "dsgd: kept from the earlier comparison (ok, 2 repetitions)" in stdout and "processes" not in stdout
     assert "sgp: resumed from its checkpoint" in stdout
     assert cli.main(args + ["--out", str(tmp_path / "direct")]) == 0
     resumed, direct = pd.read_csv(out / "compare.csv"), pd.read_csv(tmp_path / "direct" / "compare.csv")
