@@ -21,7 +21,8 @@ class DivergenceError(FloatingPointError):
         The first node with a non-finite value.
     what : str
         ``"gradient"``, ``"iterate"``, ``"weights"`` (a push-sum method whose weights lost messages
-        drained), or ``"tracker"`` (a Pull-Diag tracker's diagonal fell below the smallest float).
+        drained), or ``"tracker"`` (a Pull-Diag tracker's diagonal fell below the smallest float, or its scale
+        past the precision of the gradients it scales: :meth:`overscaled`).
     """
 
     def __init__(self, message, *, iteration, node, what):
@@ -47,6 +48,22 @@ class DivergenceError(FloatingPointError):
                    f"the optimizer keeps its last finite state (iteration {iteration - 1})",
                    iteration=iteration, node=int(node), what="iterate")
 
+
+    @classmethod
+    def overscaled(cls, iteration, node, peak, lr):
+        """An iterate became NaN/Inf at ``iteration`` (first at ``node``) after the Pull-Diag tracker's scale
+        ``1/[D_t]_ii`` on a network whose rounds differ reached ``peak``, past the inverse of float64's precision:
+        the rounds' product reaches back to a node ever less, and no rate makes up for it (helper 242:
+        MG-Pull-Diag-GT under sleep, its scales at 1e177-1e288, had been told "lr = 1e-09 too large?" at every rate
+        from 1e-12 to 10)."""
+        return cls(f"iterates became non-finite at iteration {iteration}, first at node {node}, with the tracker's "
+                   f"scale 1/[D_t]_ii (D_t the diagonal of the rounds' product since iteration 0) up to {peak:.3g}: "
+                   f"past 1/eps = 4.5e+15, the gradients it scales lose every digit in the tracked sum, and no rate "
+                   f"(lr = {lr}) makes up for it; the rounds' product reaches back to a node ever less (a node asleep "
+                   f"or cut off through an iteration's gossip rounds, a long directed path): try fewer gossip rounds "
+                   f"per iteration (--mg-rounds) or a method without a diagonal tracker; the optimizer keeps its "
+                   f"last finite state (iteration {iteration - 1})", iteration=iteration, node=int(node),
+                   what="tracker")
 
     @classmethod
     def overflow(cls, iteration, node, dtype, lr):

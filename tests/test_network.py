@@ -1769,3 +1769,26 @@ def test_what_a_sleepy_subclass_s_draw_returns_is_checked(drawn, error, fragment
     opt = PullDiagGT(S(topology.exponential(6), 0.5), np.zeros((6, 2)), 0.05)
     with pytest.raises(error, match=fragment):
         opt.step(lambda X: X - 1.0)
+
+
+def test_a_tracker_scale_past_float_precision_is_blamed_for_the_divergence_not_the_rate():
+    """Helper 242: MG-Pull-Diag-GT under sleep, its tracker's scales 1/[D_t]_ii at 1e177-1e288, was told
+    "(lr = 1e-09 too large?)" at every rate from 1e-12 to 10. Here a schedule of a directed 64-cycle with self
+    weights of 1e-3: [D_t]_ii = 1e-3^t, and lr = 1e-12 does not help."""
+    from rowstoch_fast import DivergenceError, PullDiagGT
+
+    n = 64
+    A = MixingMatrix(1e-3 * np.eye(n) + (1 - 1e-3) * np.roll(np.eye(n), 1, axis=1))
+    b = np.arange(n, dtype=float)[:, None] * np.ones((1, 2))
+    opt = PullDiagGT(Schedule([A, A]), np.zeros((n, 2)), 1e-12)
+    with pytest.raises(DivergenceError, match=r"with the tracker's scale 1/\[D_t\]_ii .* up to 1e\+\d\d: past 1/eps "
+                                              r"= 4.5e\+15, .* no rate \(lr = 1e-12\) makes up for it") as err:
+        for _ in range(100):
+            opt.step(lambda X: X - b)
+    assert err.value.what == "tracker" and np.isfinite(opt.x).all()
+    ring = topology.ring(8)
+    for net in (ring, Schedule([ring, ring])):  # (a rate too large, its scales small: the rate, as before)
+        opt = PullDiagGT(net, np.zeros((8, 2)), 10.0)
+        with pytest.raises(DivergenceError, match=r"\(lr = 10.0 too large\?"):
+            for _ in range(2000):
+                opt.step(lambda X: X - b[:8])

@@ -41,6 +41,10 @@ SAMPLE_CHUNK_BYTES = 16 << 20
 #: gradient-push under Bernoulli losses of 36% on a ring of 16 kept its weights above 1.4e-3 and converged; bursty
 #: losses took a node's to 4.4e-8 and diverged at every rate (helper 171).
 STRANDED_WEIGHT = 1e-3
+#: A Pull-Diag tracker whose scale ``1/[D_t]_ii`` passed this (``1/eps`` of float64) is blamed for iterates that
+#: became non-finite, not the rate (:meth:`~rowstoch_fast.DivergenceError.overscaled`): the tracked sum of scaled
+#: gradients then holds no digit of an unscaled one.
+OVERSCALED = 1.0 / np.finfo(np.float64).eps
 
 
 class FailureHandling:
@@ -148,8 +152,21 @@ class FailureHandling:
         """The DivergenceError of non-finite ``blocks`` made by step ``t``; for a push-sum method on a network that
         loses messages, with what the lost mass did to its weights (collective under MPI)."""
         node = self._ops.first_nonfinite(*blocks)
-        return self._starved_error(t + 1, node) or DivergenceError.iterate(t + 1, node, self._lr_text(),
-                                                                            self._other_settings())
+        return (self._starved_error(t + 1, node) or self._overscaled_error(t + 1, node)
+                or DivergenceError.iterate(t + 1, node, self._lr_text(), self._other_settings()))
+
+    def _overscaled_error(self, iteration, node):
+        """For a method with a Pull-Diag tracker over a network whose rounds differ (a
+        :class:`~rowstoch_fast.tracker.NetworkTracker`: losses, sleep, a schedule) whose scale reached past
+        :data:`OVERSCALED`: the DivergenceError that says so; else None (collective under MPI). A static graph's
+        scales are the graph's, which a comparison's diagnosis names (:func:`~rowstoch_fast.compare.verdict.cause`)."""
+        from ..tracker import NetworkTracker
+
+        tracker = self.__dict__.get("_tracker")
+        if not isinstance(tracker, NetworkTracker):
+            return None
+        peak = tracker.max_inverse_diagonal  # (the largest so far: a network's scales are drawn with its rounds)
+        return DivergenceError.overscaled(iteration, node, peak, self._lr_text()) if peak > OVERSCALED else None
 
     def _starved_error(self, iteration, node, kept=None):
         """For a push-sum method on a network that loses messages whose weights lost most of their mass: the
