@@ -1918,6 +1918,37 @@ def test_a_tuned_rate_the_evaluation_undoes_runs_again_at_the_next_stable_rate(m
     assert set(alone["status"]) == {"diverged"} and set(alone["lr_source"]) == {"tuned"}  # (nothing below it)
 
 
+def test_a_next_stable_rate_the_evaluation_undoes_too_runs_once_more_below_it(monkeypatch):
+    """Helper 242's Pull-Diag-GD on a sleepy graph diverged in the evaluation at its tuned rate and again at the next
+    stable one (1 of 5 repetitions each), and was left unranked though a rate below held. Now once more at the next
+    stable rate below that (:data:`~rowstoch_fast.compare.verdict.RETRIES` runs at most), said in the diagnosis."""
+    from rowstoch_fast.compare import method as method_module
+
+    A = topology.exponential(8)
+    f = LeastSquares.synthetic(8, samples_per_node=10, d=4, seed=0)
+
+    def compared(scores):
+        record = {"metric": "suboptimality", "chosen": 50.0,
+                  "stages": [{"name": "grid", "scores": scores, "rejected": {}, "curves": {}}]}
+        monkeypatch.setattr(method_module, "tune", lambda *a, **k: (50.0, copy.deepcopy(record)))
+        lines = []
+        return cmp.compare(A, f, "dgd", 100, repeats=2, progress=False, points=5, metric="suboptimality",
+                           log=lines.append), lines
+
+    frame, lines = compared({50.0: 1e-3, 5.0: 1.5e-3, 0.1: 2e-3, 0.01: 5e-2})
+    assert set(frame["status"]) == {"ok"} and set(frame["lr"]) == {0.1} and set(frame["lr_source"]) == {"next stable"}
+    why = frame["diagnosis"].iloc[0]
+    assert why.startswith("the tuned rate 50 was diverged: ") and \
+        why.endswith("; so was the next stable rate of its tuning (5, diverged); shown at the next one below"), why
+    assert "dgd: diverged at its next stable rate 5: run again at the next stable rate of its tuning below it, 0.1" \
+        in lines
+    tuning = frame.attrs["tuning"]["dgd"]
+    assert tuning["retried"]["lr"] == 50.0 and tuning["retried"]["next_stable"] == 0.1
+    assert [g["lr"] for g in tuning["retried_also"]] == [5.0]
+    frame, _ = compared({50.0: 1e-3, 30.0: 1.2e-3, 15.0: 1.5e-3, 0.1: 2e-3})  # (two retries at most)
+    assert set(frame["status"]) == {"diverged"} and set(frame["lr"]) == {15.0}
+
+
 def test_a_tuned_rate_found_unstable_is_said_with_where_it_ended_and_the_climb_of_the_rate_shown(monkeypatch):
     """The wiring of the note above: the tuned rate's evaluation ``unstable`` (a climb), its repetitions' mean end
     kept in the tuning record (``retried["final"]``, strict JSON: None where not finite) and said, and what

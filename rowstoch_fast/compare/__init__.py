@@ -148,10 +148,12 @@ def compare(A, objective, algorithms=None, rounds_budget=2000, *, lr=None, tune=
         (with which rates failed and how), its status the evaluation's (``ok``
         and ranked where its repetitions end ok there, their records' level at
         the end below half their start); the comparison goes on.
-        A tuned rate that the evaluation finds diverged or unstable runs again,
-        once, at the best stable rate of its tuning a fifth of a decade below it
-        at least: its source ``"next stable"``, its diagnosis what the tuned rate
-        did (:func:`~rowstoch_fast.compare.verdict.next_stable`).
+        A tuned rate that the evaluation finds diverged or unstable runs again
+        at the best stable rate of its tuning a fifth of a decade below it at
+        least (once more below that where it fails too:
+        :data:`~rowstoch_fast.compare.verdict.RETRIES`): its source ``"next
+        stable"``, its diagnosis what the tuned rate did
+        (:func:`~rowstoch_fast.compare.verdict.next_stable`).
     checkpoint_dir : str, optional
         A folder for one checkpoint per evaluation run (``<label>.npz``, written
         periodically, on Ctrl-C / SIGTERM and at the end): what ``previous`` resumes.

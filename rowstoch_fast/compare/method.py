@@ -16,7 +16,7 @@ from ..network import Network, draws, effects_of, losses_of, redrawn, source_of
 from ..runner import BELOW_OPTIMUM_WORDS, check_takes, run
 from .tuning import (DAMAGED, UNTUNABLE, NoStableRate, converged_for, exact_tuning, forget_stages, spread_floor,
                      tune)
-from .verdict import (NEXT_STABLE, RETRIED, _ends as ends, cause, clauses, climbs_too, family_members, next_stable,
+from .verdict import (NEXT_STABLE, RETRIED, RETRIES, _ends as ends, cause, clauses, climbs_too, family_members, next_stable,
                       status_of)
 
 __all__ = ["Outcome", "judge_run", "run_method"]
@@ -448,12 +448,17 @@ def _judged(plan, method, frame, meta, lr, source, record):
                      tuning=record, context=_context(plan, method))
 
 
-def _retry_note(failed, also=""):
+def _retry_note(failed, also="", again=()):
     """What a diagnosis says of a method shown at :func:`~.verdict.next_stable`'s rate: what its tuned rate did in
     the evaluation (its diagnosis up to its hints) and where it ended (``failed["final"]``, the mean of its
     repetitions' last records, where finite and it was ``unstable``: the rate shown may end higher: helper
     216's Push-Pull, 0.0438 at its tuned rate and 0.0511 at the next); ``also``: what the run shown did too
-    (:func:`~.verdict.climbs_too`)."""
+    (:func:`~.verdict.climbs_too`); ``again``: the next stable rates that failed too (:data:`~.verdict.RETRIES`)."""
+    if again:
+        said = ", ".join(f"{g['lr']:.3g}, {g['status']}" for g in again)
+        return (_retry_note(failed).replace("; shown at the next stable rate of its tuning", "")
+                + f"; so {'were' if len(again) > 1 else 'was'} the next stable rate{'s' * (len(again) > 1)} of its "
+                f"tuning ({said}); shown at the next one below" + (f", where {also}" if also else ""))
     why = cause(str(failed.get("diagnosis", "")))
     final, metric = failed.get("final"), failed.get("metric")
     ended = f", its {metric + ' ' if metric else ''}ending at {final:.3g}" \
@@ -510,17 +515,22 @@ def run_method(plan, method, *, progress=False, log=None):
         diagnosis = str(kept["diagnosis"].astype(object).fillna("").iloc[0]) if "diagnosis" in kept.columns else ""
     else:
         status, diagnosis = _judged(plan, method, frame, meta, lr, source, record)
-        alt = next_stable(record, lr) if source == "tuned" and status in RETRIED else None
-        if alt is not None:  # the evaluation's draws undid the tuned rate: once more, at the next stable one
-            log(f"{method.label}: {status} at its tuned rate {lr:g}: run again at the next stable rate of its "
-                f"tuning, {alt:g}")
+        tries = 0 if source == "tuned" else 1 + len(record.get("retried_also", ())) if source == NEXT_STABLE and (
+            record or {}).get("retried") else RETRIES  # (a resumed retry counts those before it)
+        while tries < RETRIES and status in RETRIED and (alt := next_stable(record, lr)) is not None:
+            # the evaluation's draws undid the tuned rate: once more, at the next stable one (and below it)
+            log(f"{method.label}: {status} at its {'tuned' if tries == 0 else 'next stable'} rate {lr:g}: run again "
+                f"at the next stable rate of its tuning{' below it' if tries else ''}, {alt:g}")
             spent = float(frame["total_wall_seconds"].iloc[0])
             with np.errstate(invalid="ignore", over="ignore"):
                 final = float(np.mean(ends(frame, plan.metric))) if plan.metric in frame.columns else math.nan
             final = final if math.isfinite(final) else None  # (lr.json's: strict JSON)
-            record = {**record, "retried": {"lr": lr, "status": status, "diagnosis": diagnosis, "wall_seconds": spent,
-                                              "next_stable": alt, "final": final, "metric": plan.metric}}  # (the
-            # rate run: tuning.png marks it)
+            failed = {"lr": lr, "status": status, "diagnosis": diagnosis, "wall_seconds": spent, "next_stable": alt,
+                      "final": final, "metric": plan.metric}  # (next_stable: the rate run, which tuning.png marks)
+            record = {**record, "retried": failed} if tries == 0 else {
+                **record, "retried": {**record["retried"], "next_stable": alt},
+                "retried_also": [*record.get("retried_also", ()), failed]}
+            tries += 1
             lr, source = alt, NEXT_STABLE
             _forget_runs(plan, method)  # (the failed rate's checkpoints: a resume goes on at the new rate)
             with warnings.catch_warnings():
@@ -532,7 +542,8 @@ def run_method(plan, method, *, progress=False, log=None):
         if source == NEXT_STABLE and (record or {}).get("retried"):  # (run at it, or resumed there)
             also = climbs_too(frame, plan.metric) if status == "ok" and record["retried"].get("status") == "unstable" \
                 else ""
-            diagnosis = _retry_note(record["retried"], also) + (f"; here: {diagnosis}" if diagnosis else "")
+            diagnosis = _retry_note(record["retried"], also, record.get("retried_also", ())) + (
+                f"; here: {diagnosis}" if diagnosis else "")
             if meta.get("earlier_total_kept") is False:  # (resumed from its first repetition: no earlier record
                 # carries the failed rate's run's time)
                 frame["total_wall_seconds"] += float(record["retried"].get("wall_seconds", 0.0))

@@ -14,8 +14,9 @@ Statuses (:data:`STATUSES`):
   or twice at an even pace to the end: :func:`_ramp`), or its consensus error runs off at the end of the budget
   (:func:`~rowstoch_fast.compare.tuning.climbs`), or some of its repetitions, not all, go back above their start
   (at the end, or after falling below half of it) while the others make progress (a rate one draw undoes). A
-  tuned rate found ``diverged`` or ``unstable`` runs again, once, at the best stable rate of the tuning at least a
-  fifth of a decade below it (:func:`next_stable`), and the table shows that run, its rate's source ``next stable``
+  tuned rate found ``diverged`` or ``unstable`` runs again at the best stable rate of the tuning at least a fifth
+  of a decade below it (:func:`next_stable`; once more below that where it fails too: :data:`RETRIES`), and the
+  table shows that run, its rate's source ``next stable``
   (where the tuned rate was ``unstable``, its diagnosis says where that rate ended, and whether the run shown climbs
   too: :func:`climbs_too`).
   Where the tuner found no stable rate (its source ``none stable``), the rate shown is its fallback
@@ -60,8 +61,8 @@ from ..runner import GROWTH_WARNING
 from .tuning import (CLIMB, CONVERGED, NO_PROGRESS, SPREAD, STABILITY_FACTOR, TAIL, UNTUNABLE, climbs, final_estimate,
                      _tail, off_its_minimum, rising, runaway, smoothed, typical_curve)
 
-__all__ = ["STATUSES", "NO_PROGRESS", "TIE_LEVEL", "TIE_MARGIN", "NEXT_STABLE", "status_of", "ranks", "holm", "welch_p",
-           "cause", "clauses", "climbs_too", "tuning_failures", "hint_outcomes", "next_stable"]
+__all__ = ["STATUSES", "NO_PROGRESS", "TIE_LEVEL", "TIE_MARGIN", "NEXT_STABLE", "RETRIES", "status_of", "ranks", "holm",
+           "welch_p", "cause", "clauses", "climbs_too", "tuning_failures", "hint_outcomes", "next_stable"]
 
 STATUSES = ("ok", "diverged", "no-progress", "unstable", "interrupted")
 #: The statuses of an evaluation at a tuned rate that run it again at :func:`next_stable`'s rate.
@@ -74,6 +75,11 @@ NEXT_STABLE = "next stable"
 #: points and the quarter points below it qualify. Helper 144's robust gradient-push (a lossy network) went back
 #: above its start in 1 of 64 repetitions at its tuned 0.00316, and held in all at the grid's 0.001995 below it.
 RETRY_STEP = 10.0 ** 0.2
+#: The most runs at :func:`next_stable` rates after a tuned rate failed in the evaluation (each at least
+#: :data:`RETRY_STEP` below the one before): two. Helper 242's Pull-Diag-GD on a sleepy two-cluster graph diverged
+#: in 1 of 5 repetitions at its tuned 1e-4 and again at the next stable 5.62e-5 (1 in 20 repetitions there), and
+#: was shown diverged and left unranked though 4.22e-5 held on all 20 and ended below a ranked method.
+RETRIES = 2
 # NO_PROGRESS (from .tuning, the tuner's rule too): a run whose final value (mean over repetitions) is above half
 # its start made no progress. Its start is the same point for every repetition, its end a mean whose
 # record-to-record noise on a plateau reaches the tuner's stability factor (2x), so less than a 2x reduction
