@@ -244,7 +244,15 @@ def test_the_fine_refinement_halves_the_steps_to_a_neighbour_far_above_the_best(
     noisy streams), and the other does too or was rejected (a narrow valley), the steps to both are halved, twice
     at most; never where a neighbour ends close to the best (a noise floor, a bias, a transient)."""
     assert tuning._fine(0.1, {0.0316: 0.24, 0.1: 0.2, 0.316: 0.24}) == []  # (within 1.25x: nothing)
-    assert tuning._fine(0.1, {0.0316: 0.5, 0.1: 0.2, 0.316: math.inf}) == []  # (2.5x over 3.16x apart: a floor)
+    assert tuning._fine(0.1, {0.0316: 0.5, 0.1: 0.2, 0.316: 2.0}) == []  # (2.5x over 3.16x apart: a floor)
+    # ... but where the close side was rejected, the values fall toward the edge of stability between them: its
+    # midpoint (helper 242's Push-Pull on a sleepy graph, 1.42x above 0.274 at the tuned 0.178, 0.316 rejected)
+    edge = {0.0562: math.inf, 0.075: 4.36, 0.1: 3.62, 0.133: 2.94, 0.178: 2.35, 0.316: math.inf}
+    assert tuning._fine(0.178, edge) == [pytest.approx(math.sqrt(0.178 * 0.316), rel=1e-5)]
+    assert tuning._fine(0.1, {0.0316: 0.5, 0.1: 0.2, 0.316: math.inf}) == [pytest.approx(math.sqrt(0.0316), rel=1e-5)]
+    assert tuning._fine(0.178, {**edge, 0.133: 2.8}) == []  # (1.19x above: within 1.25x, no trend told)
+    assert tuning._fine(0.178, {**edge, 0.133: 2.94}, rel=0.2) == []  # (within two standard errors of the noise)
+    assert tuning._fine(0.178, {**edge, 0.316: 2.0, 0.19: math.inf}) == []  # (an edge 1.07x away: as it is)
     assert tuning._fine(0.1, {0.0316: 5.0, 0.1: 0.2, 0.316: 0.22}) == []  # (steep on one side, flat on the other)
     # ... unless the tuning's trajectories are the evaluation's (exact_tuning): then toward every neighbour, rejected
     # or close (a deterministic method can end far lower between two rates that end close to each other: a held-out
