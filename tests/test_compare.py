@@ -586,6 +586,57 @@ def test_a_confirmation_adds_the_streams_its_noise_needs():
     assert tuning.confirm_repeats(0.5) == tuning.CONFIRM_REPEATS
 
 
+def test_the_floor_of_a_narrow_valley_is_confirmed_where_two_streams_agree_everywhere():
+    """Helper 240's ADD-OPT on a directed ring of 20 (nonconvex logistic, mini-batches of 4): the tuner's two
+    streams ended within 1-2% of each other at every rate (pooled noise 0.006, far below CONFIRM_NOISE: no
+    confirmation), the fine refinement's 0.0205 and 0.0221 at 0.0104 both, and 0.0205 was chosen, 1.30x above 0.0221
+    over 20 repetitions of the evaluation; over 20 of the tuner's streams they spread 15-20% at the floor. Where the
+    fine refinement ran, the best and its neighbours that end close to it run on CONFIRM_MIN_REPEATS more streams
+    (on eight, 0.0221 ended 0.00895 and 0.0205 0.0101) and the rate is chosen among them; not where a rate next to
+    them was rejected (an edge of stability: the evaluation's retry mends a failure there)."""
+    inf = math.inf
+    tuned = {  # (the stages' scores on streams 0 and 1, and each stream's final value: helper 240's t1s13)
+        1e-4: (inf, 0.3225, 0.3224), 3.16228e-4: (inf, 0.296, 0.2957), 0.001: (inf, 0.2297, 0.2291),
+        0.00316228: (0.1254, 0.1257, 0.1251), 0.01: (0.04465, 0.04496, 0.04434), 0.0316228: (inf, 0.0303, 0.0321),
+        0.1: (0.05388, 0.05384, 0.05382), 0.316228: (0.05501, 0.05513, 0.05497), 1.0: (0.05571, 0.05594, 0.05526),
+        3.16228: (0.05553, 0.05563, 0.05527), 10.0: (0.05538, 0.0554, 0.05543),
+        0.00562341: (0.07913, 0.07942, 0.07884), 0.00749894: (0.06037, 0.06066, 0.06008),
+        0.0133352: (0.03154, 0.03183, 0.03129), 0.0177828: (0.01801, 0.018, 0.01806),
+        0.0562341: (0.04886, 0.04827, 0.04944), 0.177828: (0.05507, 0.05517, 0.05497),
+        0.0153993: (0.02533, 0.02551, 0.0252), 0.0237137: (0.01353, 0.01353, 0.01334),
+        0.0205352: (0.010375, 0.010283, 0.01053), 0.0191095: (0.01387, 0.01367, 0.01393),
+        0.0220673: (0.01044, 0.010312, 0.010238)}
+    confirmed = {0.0205352: 0.01008, 0.0220673: 0.008954}  # (over all eight streams)
+    scores, ends, arrival, finals, stages = {}, {}, {}, {}, []
+
+    def stage(name, rates, rep_offset=0, replicas=2, may_set_aside=False):
+        stages.append((name, list(rates), rep_offset, replicas))
+        for lr in rates:
+            score, *own = tuned[min(tuned, key=lambda r: abs(math.log(r / lr)))]
+            if name == "confirm":
+                score = confirmed[lr]
+                own = finals[lr] + [score * (1.0 + 0.15 * (q - 2.5) / 2.5) for q in range(replicas)]
+            scores[lr], ends[lr], finals[lr] = score, own[0] if math.isinf(score) else score, own
+
+    method = cmp.make_plan(topology.exponential(4), Quadratic.random(4, d=2, seed=0), "add-opt", 10).methods[0]
+    record = {"replicas": 2, "stages": []}
+    lr, _ = tuning._tune_stages(stage, scores, arrival, ends, finals, record, cmp.TUNE_GRID, method, None)
+    assert [name for name, *_ in stages].count("fine") == 3
+    assert record["noise"] == pytest.approx(0.0062, abs=5e-4)  # (no confirmation by the pooled noise)
+    assert stages[-1] == ("confirm", [0.0205352, 0.0220673], 2, tuning.CONFIRM_MIN_REPEATS)
+    assert record["floor"]["rates"] == [0.0205352, 0.0220673] and lr == 0.0220673
+    # a neighbour steeply above the best (1.34x, 0.0191 here) is told apart by two streams; where both are, and
+    # where no fine stage ran (the default comparison's tunings), nothing runs
+    assert tuning._valley_floor(0.0205352, {lr: tuned[lr][0] for lr in tuned}, finals, 0.006)[0] == [
+        0.0205352, 0.0220673]
+    steep = {0.0191095: 0.01387, 0.0205352: 0.010375, 0.0220673: 0.0135}
+    assert tuning._valley_floor(0.0205352, steep, finals, 0.006) == ([0.0205352], 0.006)
+    # nor at an edge of stability (its ADD-OPT on a directed ring of 32: 0.0047 rejected just above the floor)
+    edge = {0.00421696: 0.00583, 0.00437144: 0.00507, 0.00453158: 0.00431, 0.00469894: inf}
+    assert tuning._valley_floor(0.00453158, edge, {}, 0.035) == ([0.00453158], 0.035)
+    assert tuning._valley_floor(0.00453158, {**edge, 0.00469894: 0.0061}, {}, 0.035)[0] == [0.00453158, 0.00437144]
+
+
 def test_after_a_confirmation_the_rate_is_chosen_among_the_contenders():
     """bench/tuner_check.py's lossy Push-Pull: on two streams 0.56 ends lowest and 0.32 cannot be told apart from
     it; on eight, 0.56 climbs (unstable) and 0.32 ends at 0.0853, just above 0.18's 0.0853 on two streams, which

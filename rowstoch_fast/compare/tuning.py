@@ -25,9 +25,13 @@ within two standard errors of it, then its neighbours within a grid step) run ag
 noise needs (:func:`confirm_repeats`; in runs no wider than the grid's), their messages drawn anew, are judged on
 all of them together (the "confirm" stages; the stability rule reading the median of their streams,
 :func:`typical_curve`), and the rate is chosen among them: the noise of two streams then no longer orders rates that
-an evaluation of many repetitions orders the other way (bench/RESULTS.md sections 34, 35). Where no candidate is
-stable on two noisy streams, the lowest-ending ones run on more the same way: one stable there is chosen, else the
-rate the method is shown at (:class:`NoStableRate`'s fallback) is the lowest-ending of them (section 36).
+an evaluation of many repetitions orders the other way (bench/RESULTS.md sections 34, 35). Where the fine
+refinement ran and the pooled noise confirms nothing, the valley's floor (the best and its neighbours that end
+close to it) still runs on more streams (:func:`_valley_floor`): two streams shared by every candidate that agree
+at one rate agree at all of them, and at the floor noise is the largest share of the final value. Where no
+candidate is stable on two noisy streams, the lowest-ending ones run on more the same way: one stable there is
+chosen, else the rate the method is shown at (:class:`NoStableRate`'s fallback) is the lowest-ending of them
+(section 36).
 
 No candidate is dropped before the end of the budget: a rate that is slow at first can be the best at the end (a
 biased method needs a small rate over the whole budget). Only a candidate that diverged stops costing anything.
@@ -1220,7 +1224,9 @@ def tune(network, objective, method, budget, metric, *, seed=0, backend="auto", 
         candidate's score (``inf`` where rejected), why it was rejected, where it ended and its trajectory (the
         mean over its replicas at ``iterations``; after a confirmation, over all its streams so far); and
         ``"set_aside": [{"streams": [first, end], "ends": {lr: where it ended}}]`` where a confirmation's draw on
-        which every contender grew or diverged was set aside (:func:`_confirm`).
+        which every contender grew or diverged was set aside (:func:`_confirm`); ``"floor": {"rates", "noise"}``
+        where the floor of a narrow valley was confirmed though the pooled noise asked for nothing
+        (:func:`_valley_floor`).
 
     Raises
     ------
@@ -1392,6 +1398,46 @@ def contenders(scores, finals, arrival=None, most=CONFIRM_MAX, tried=None, step=
     return out[:most]
 
 
+def _valley_floor(best, scores, finals, rel):
+    """``(the rates to confirm, the noise that sizes their confirmation)`` where the fine refinement ran (the best lay
+    in a narrow valley) and the pooled noise ``rel`` (:func:`noise`) left ``best`` alone: ``best`` and its
+    neighbours among the rates tried (``scores``, inf where rejected) that end close to it (stable, not steeply
+    above it: :func:`_fine`'s rule at ``rel``), and the larger of ``rel`` and the noise of these alone; ``[best]``
+    where none ends close. Two streams cannot order the floor of a narrow valley however little they differ: its
+    final values are the smallest, so the noise is the largest share of them (the walls' are the method's
+    transient), and every candidate runs on the same two streams, so that where those two happen to agree they agree
+    at every rate (the pooled noise then carries about one draw's worth of evidence, not one per rate). Helper 240's
+    ADD-OPT on a directed ring of 20 (nonconvex logistic, mini-batches of 4): streams 0 and 1 ended within 1-2% of
+    each other at every rate (pooled noise 0.006), 0.0205 and 0.0221 at 0.0104 both, and 0.0205 was chosen; over 20
+    streams their final values spread 15-20% (0.0205: 0.0096, 0.0221: 0.0083), and over 20 repetitions of the
+    evaluation 0.0205 ended 1.30x above 0.0221. Its Push-Pull (logistic-l2, directed ring of 24): pooled noise
+    0.077, just below :data:`CONFIRM_NOISE`, a spread of 67% at the floor over 30 streams; 0.0093 was chosen over
+    0.0096 (1.05x apart on two streams, 1.37x the other way on eight; the evaluation's 1.53x over 5 repetitions,
+    1.03x over 20: a tie). :func:`confirm_repeats` streams more each,
+    at least :data:`CONFIRM_MIN_REPEATS`: two or three rates on six (the default comparison never refines that
+    fine).
+
+    Not at an edge of stability (a rate next to these rejected): there what decides is whether a rate holds on the
+    evaluation's draws, which six streams do not settle, and a failure there is the evaluation's retry's to mend
+    (:func:`~rowstoch_fast.compare.verdict.next_stable`, a fifth of a decade below). On helper 240's problems the
+    floor's confirmation rejected the best at four such edges (of eleven) and chose a rate below it; in three that rate
+    failed in the evaluation all the same (ADD-OPT on a directed ring of 32: 0.00316, stable on eight streams,
+    unstable over 20 repetitions), and the retry went further down than it had from the best, to rates ending
+    1.5x and 2.0x higher (one gained 6.9x: a rate that held)."""
+    gain = max(FINE_GAIN, math.exp(2.0 * math.sqrt(2.0) * rel))
+    tried = sorted(scores)
+    i = tried.index(best)
+    close = [lr for lr in tried[max(i - 1, 0):i + 2] if lr != best and math.isfinite(scores[lr])
+             and scores[lr] <= max(gain, lr / best, best / lr) * scores[best]]
+    if not close:
+        return [best], rel
+    rivals = [best] + sorted(close, key=lambda lr: (scores[lr], lr))
+    low, high = tried.index(min(rivals)), tried.index(max(rivals))
+    if not all(math.isfinite(scores[lr]) for lr in tried[max(low - 1, 0):high + 2]):  # (an edge of stability)
+        return [best], rel
+    return rivals, max(rel, noise({lr: scores[lr] for lr in rivals}, finals))
+
+
 def _near(best, rates, step):
     """The rates of ``rates`` other than ``best`` within one grid ``step`` of it, closest first."""
     return [lr for _, lr in sorted((abs(math.log(lr / best)), lr) for lr in rates
@@ -1477,6 +1523,7 @@ def _tune_stages(stage, scores, arrival, ends, finals, record, grid, method, log
             break
         for part in _parts(more, _width(grid, record)):
             stage("refine", part)
+    valley = False  # (a fine stage ran: the best lay in a narrow valley, :func:`_valley_floor`)
     for _ in range(FINE_STAGES):  # (where a neighbour ends far above the best: the best may lie between them)
         stable = {lr: s for lr, s in scores.items() if math.isfinite(s)}
         if not stable:
@@ -1490,15 +1537,22 @@ def _tune_stages(stage, scores, arrival, ends, finals, record, grid, method, log
         if not more:
             break
         stage("fine", more)
+        valley = True
     stable = {lr: s for lr, s in scores.items() if math.isfinite(s)}
     ended = {lr: e for lr, e in ends.items() if math.isfinite(e)}
     pool = []  # (no rate stable on two streams: the ones confirmed, among which the fallback is chosen)
     if stable and record.get("replicas", 1) > 1:
         record["noise"] = noise(stable, finals)
         rivals = contenders(stable, finals, arrival, tried=ended, step=_grid_step(grid))
+        rel = record["noise"]
+        if len(rivals) == 1 and valley and not redraws:  # (two streams that agree everywhere: the valley's floor
+            # still runs on more; a network that draws its links runs the best's neighbours on draws of their own)
+            rivals, rel = _valley_floor(rivals[0], scores, finals, rel)
+            if len(rivals) > 1:
+                record["floor"] = {"rates": rivals, "noise": rel}
         if len(rivals) > 1:
             before = dict(stable)
-            judged = _confirm(stage, rivals, ends, record, grid, set_aside=True)
+            judged = _confirm(stage, rivals, ends, record, grid, set_aside=True, rel=rel)
             # the choice among the contenders, each judged on every stream: the others were told apart from the
             # best on the same two streams, and their scores on two streams are not comparable with these (where
             # every contender turned out unstable, the rates below them on the same draws: :func:`_retested`)
@@ -1840,15 +1894,15 @@ def _fallback_rivals(ended, finals, start):
     return _within_reach(hopeful, min(hopeful.values()), rel)[:CONFIRM_MAX], rel
 
 
-def _confirm(stage, rivals, ends, record, grid, set_aside=False):
+def _confirm(stage, rivals, ends, record, grid, set_aside=False, rel=None):
     """The confirmation stages of the candidates ``rivals``: :func:`confirm_repeats` more streams each (for the
-    noise ``record["noise"]``), in runs no wider than the grid's (the comparison's memory was checked for that one:
-    five contenders on thirty streams would be seven times as wide), each on streams of its own; a candidate that
-    diverged runs no more. With ``set_aside`` (contenders stable on the grid's streams), a draw on which every
-    contender, two or more, grew or diverged is set aside, at most :data:`SET_ASIDE_MAX` of them
+    noise ``rel``, else ``record["noise"]``), in runs no wider than the grid's (the comparison's memory was checked
+    for that one: five contenders on thirty streams would be seven times as wide), each on streams of its own; a
+    candidate that diverged runs no more. With ``set_aside`` (contenders stable on the grid's streams), a draw on
+    which every contender, two or more, grew or diverged is set aside, at most :data:`SET_ASIDE_MAX` of them
     (``record["set_aside"]``: its streams and where each ended), and replaced by one of its own. ``stage`` returns
     False for a draw it set aside."""
-    total, done, skipped, judged = confirm_repeats(record["noise"]), 0, 0, []
+    total, done, skipped, judged = confirm_repeats(record["noise"] if rel is None else rel), 0, 0, []
     per = max(1, len(grid) * record["replicas"] // len(rivals))
     while done < total:
         alive = [lr for lr in rivals if math.isfinite(ends.get(lr, math.inf))]
