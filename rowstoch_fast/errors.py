@@ -50,20 +50,21 @@ class DivergenceError(FloatingPointError):
 
 
     @classmethod
-    def overscaled(cls, iteration, node, peak, lr):
+    def overscaled(cls, iteration, node, peak, lr, rounds=1):
         """An iterate became NaN/Inf at ``iteration`` (first at ``node``) after the Pull-Diag tracker's scale
         ``1/[D_t]_ii`` on a network whose rounds differ reached ``peak``, past the inverse of float64's precision:
         the rounds' product reaches back to a node ever less, and no rate makes up for it (helper 242:
         MG-Pull-Diag-GT under sleep, its scales at 1e177-1e288, had been told "lr = 1e-09 too large?" at every rate
-        from 1e-12 to 10)."""
+        from 1e-12 to 10). ``rounds``: the method's gossip rounds per iteration (fewer are suggested where more
+        than one)."""
+        fewer = f"fewer gossip rounds per iteration (rounds = {rounds}) or " if rounds > 1 else ""
         return cls(f"iterates became non-finite at iteration {iteration}, first at node {node}, with the tracker's "
                    f"scale 1/[D_t]_ii (D_t the diagonal of the rounds' product since iteration 0) up to {peak:.3g}: "
-                   f"past 1/eps = 4.5e+15, the gradients it scales lose every digit in the tracked sum, and no rate "
+                   f"past 1/eps = 4.5e+15, the gradients it scales swamp every other term in float64, and no rate "
                    f"(lr = {lr}) makes up for it; the rounds' product reaches back to a node ever less (a node asleep "
-                   f"or cut off through an iteration's gossip rounds, a long directed path): try fewer gossip rounds "
-                   f"per iteration (--mg-rounds) or a method without a diagonal tracker; the optimizer keeps its "
-                   f"last finite state (iteration {iteration - 1})", iteration=iteration, node=int(node),
-                   what="tracker")
+                   f"or cut off through an iteration's gossip rounds, a long directed path): try {fewer}a method "
+                   f"without a diagonal tracker; the optimizer keeps its last finite state (iteration "
+                   f"{iteration - 1})", iteration=iteration, node=int(node), what="tracker")
 
     @classmethod
     def overflow(cls, iteration, node, dtype, lr):

@@ -1277,6 +1277,11 @@ def _numpy_normals(seed, reps, iteration, shape):
         yield _generators.generator.standard_normal(out=buffer)
 
 
+#: The normals of one call of a noisy quadratic's gradient (``batches x n x d``) past which their memory is checked
+#: before they are drawn (8 MiB of them: a check reads /proc, about 25-30 us, twice a 16-node call's whole time).
+NOISE_CHECKED = 2**20
+
+
 class Quadratic(Objective):
     """``f_i(x) = 1/2 x^T diag(q_i) x - b_i^T x`` with a known minimiser; gradient noise ``sigma N(0, I)``.
 
@@ -1393,10 +1398,11 @@ class Quadratic(Objective):
             distinct = _distinct(reps, rep_period)
             rows = ... if nodes is None else np.asarray(nodes)
             noise = np.empty((len(distinct), *G.shape[-2:]))
-            # (a multi-round method averages ``rounds`` mini-batches per call: rounds = 10**9 had met NumPy's
-            # "Unable to allocate 1.16 TiB for an array with shape (1000000000, 16, 10)")
-            require_memory(8 * batches * self.n * self.d, f"batches = {batches}: each gradient's noise, "
-                           f"{batches} x {self.n} x {self.d} normals drawn at once,", "lower batches")
+            if batches * self.n * self.d > NOISE_CHECKED:  # (a multi-round method averages ``rounds`` mini-batches
+                # per call: rounds = 10**9 had met NumPy's "Unable to allocate 1.16 TiB for an array with shape
+                # (1000000000, 16, 10)"; the check reads /proc, 25-30 us, too dear for every call: helper 243)
+                require_memory(8 * batches * self.n * self.d, f"batches = {batches}: each gradient's noise, "
+                               f"{batches} x {self.n} x {self.d} normals drawn at once,", "lower batches")
             for k, z in enumerate(_numpy_normals(seed, rep_offset + distinct, iteration, (batches, self.n, self.d))):
                 np.multiply(self.sigma, (z[0] if batches == 1 else z.mean(0))[rows], out=noise[k])
             if G.ndim == 2:

@@ -839,8 +839,10 @@ def tuning_figure(tuning, path=None, formats=("png",), dpi=TUNING_DPI, title=Non
         ax.xaxis.set_minor_locator(NullLocator())
         ax.yaxis.set_minor_locator(NullLocator())
         title = f"{label}: lr {chosen:.2g}" if chosen else label
-        if chosen and ran is not None:
-            title = f"{label}: lr {ran:.2g} (next stable; {chosen:.2g} {record['retried'].get('status', 'failed')})"
+        if chosen and ran is not None:  # (and each next stable rate that failed too: helper 243)
+            failed = "; ".join(f"{g['lr']:.2g} {g.get('status', 'failed')}" for g in [
+                {**record["retried"], "lr": chosen}, *(record.get("retried_also") or ())])
+            title = f"{label}: lr {ran:.2g} (next stable; {failed})"
         ax.set_title(title, fontsize="medium")
         ax.set_xlabel("learning rate", fontsize="small")
         ax.set_ylabel(METRIC_LABELS.get(record["metric"], record["metric"]), fontsize="small")

@@ -7,6 +7,7 @@ import json
 import logging
 import math
 import os
+import re
 import textwrap
 import time
 import warnings
@@ -1627,7 +1628,7 @@ def in_rounds_words(exc, opt):
     method's oracle averages ``rounds`` mini-batches per call (eq. 12b), and ``rounds=10**9`` was refused as
     "batches = 1000000000 ...; lower batches or batch", an argument the caller never gave."""
     text = str(exc)
-    if opt.rounds > 1 and type(exc) in (ValueError, MemoryError) and text.startswith(f"batches = {opt.rounds}"):
+    if opt.rounds > 1 and type(exc) in (ValueError, MemoryError) and re.match(rf"batches = {opt.rounds}\b", text):
         return type(exc)(f"rounds = {opt.rounds}: each gradient averages {opt.rounds} mini-batches (eq. 12b), and "
                           + text.replace("lower batches or batch", "lower rounds or the batch").replace(
                               "lower batches", "lower the rounds"))

@@ -1997,8 +1997,8 @@ def test_a_next_stable_rate_the_evaluation_undoes_too_runs_once_more_below_it(mo
     frame, lines = compared({50.0: 1e-3, 5.0: 1.5e-3, 0.1: 2e-3, 0.01: 5e-2})
     assert set(frame["status"]) == {"ok"} and set(frame["lr"]) == {0.1} and set(frame["lr_source"]) == {"next stable"}
     why = frame["diagnosis"].iloc[0]
-    assert why.startswith("the tuned rate 50 was diverged: ") and \
-        why.endswith("; so was the next stable rate of its tuning (5, diverged); shown at the next one below"), why
+    assert why.startswith("the tuned rate 50 was diverged: ") and why.endswith(
+        "; so was the next stable rate of its tuning (5, diverged); shown at the next stable rate below it"), why
     assert "dgd: diverged at its next stable rate 5: run again at the next stable rate of its tuning below it, 0.1" \
         in lines
     tuning = frame.attrs["tuning"]["dgd"]
@@ -2006,6 +2006,47 @@ def test_a_next_stable_rate_the_evaluation_undoes_too_runs_once_more_below_it(mo
     assert [g["lr"] for g in tuning["retried_also"]] == [5.0]
     frame, _ = compared({50.0: 1e-3, 30.0: 1.2e-3, 15.0: 1.5e-3, 0.1: 2e-3})  # (two retries at most)
     assert set(frame["status"]) == {"diverged"} and set(frame["lr"]) == {15.0}
+
+
+def test_a_comparison_interrupted_in_its_second_retry_resumes_there_with_the_time_of_both(tmp_path, monkeypatch):
+    """Helper 243: interrupted while running the next stable rate below a second failure (tuned 50 diverged, next
+    stable 5 diverged, then 0.1), a resume went on at 0.1 but counted the tuned rate's run alone in the method's
+    time, not the one at 5 (made 0.3 s slower here)."""
+    import time
+
+    from rowstoch_fast.algorithms import _base
+    from rowstoch_fast.compare import method as method_module
+
+    A = topology.exponential(8)
+    f = LeastSquares.synthetic(8, samples_per_node=10, d=4, seed=0)
+    record = {"metric": "suboptimality", "chosen": 50.0, "stages": [{"name": "grid", "scores": {
+        50.0: 1e-3, 5.0: 1.5e-3, 0.1: 2e-3, 0.01: 5e-2}, "rejected": {}, "curves": {}}]}
+    monkeypatch.setattr(method_module, "tune", lambda *a, **k: (50.0, copy.deepcopy(record)))
+    calls = {"slow": 0, "at": 0}
+
+    def slowed(real):
+        def gradient(self, *a, **kw):
+            if float(np.max(self.lr)) == 5.0 and not calls["slow"]:
+                calls["slow"] = 1
+                time.sleep(0.3)
+            if float(np.max(self.lr)) == 0.1:
+                calls["at"] += 1
+                if calls["at"] == 20:
+                    raise KeyboardInterrupt
+            return real(self, *a, **kw)
+        return gradient
+
+    with monkeypatch.context() as m:
+        for name in ("_gradient", "_gradient_read"):
+            m.setattr(_base.Optimizer, name, slowed(getattr(_base.Optimizer, name)))
+        frame = cmp.compare(A, f, "dgd", 100, repeats=2, progress=False, points=5, metric="suboptimality",
+                            checkpoint_dir=str(tmp_path))
+    assert set(frame["status"]) == {"interrupted"} and set(frame["lr"]) == {0.1}
+    again = cmp.compare(A, f, "dgd", 100, repeats=2, progress=False, points=5, metric="suboptimality",
+                        previous=frame, checkpoint_dir=str(tmp_path))
+    tuning = again.attrs["tuning"]["dgd"]
+    assert set(again["lr"]) == {0.1} and set(again["status"]) == {"ok"} and "5, diverged" in again["diagnosis"].iloc[0]
+    assert again["total_wall_seconds"].iloc[0] >= tuning["retried_also"][-1]["wall_seconds"] >= 0.3
 
 
 def test_a_tuned_rate_found_unstable_is_said_with_where_it_ended_and_the_climb_of_the_rate_shown(monkeypatch):
@@ -4600,7 +4641,7 @@ def test_resume_into_another_folder_leaves_both_as_they_were_asked(tmp_path, cap
 
     first = tmp_path / "first"
     assert cli.main(["compare", *SMALL, "--algorithms", "dsgd,push-pull", "--lr", "0.05", "--rounds-budget", "40",
-                     "--repeats", "1", "--out", str(first), "--no-progress"]) == 0
+                     "--repeats", "1", "--jobs", "1", "--out", str(first), "--no-progress"]) == 0
     kept = (first / "compare.csv").read_text()
     (tmp_path / "busy").mkdir()
     (tmp_path / "busy" / "compare.csv").write_text("x\n")
@@ -4611,6 +4652,8 @@ def test_resume_into_another_folder_leaves_both_as_they_were_asked(tmp_path, cap
     assert cli.main(["compare", "--resume", str(first), "--repeats", "2", "--out", str(other), "--no-progress"]) == 0
     assert (first / "compare.csv").read_text() == kept
     assert pd.read_csv(other / "compare.csv")["rep"].nunique() == 2
+    assert json.loads((other / "experiment.json").read_text())["jobs"] == 1  # (the start's --jobs, which the
+    # resume's own command line lacks: helper 243)
     assert cli.main(["compare", "--resume", str(other), "--repeats", "3", "--no-progress"]) == 0
     assert pd.read_csv(other / "compare.csv")["rep"].nunique() == 3
 

@@ -1748,6 +1748,37 @@ def test_what_a_users_layer_s_matrix_returns_is_checked(returned, error, fragmen
     assert not outside_package_wrapped(Lossy), "the package's own layers are not wrapped"
 
 
+def test_a_users_layer_s_matrix_as_a_static_or_class_method_is_left_as_it_is():
+    """Helper 243: the check above wrapped the class's ``matrix`` whatever it was: a staticmethod met "takes from 1
+    to 2 positional arguments but 3 were given", a classmethod "'classmethod' object is not callable"."""
+    from rowstoch_fast import PullDiagGT
+    from rowstoch_fast.network import Network
+
+    A = topology.exponential(6)
+
+    class Base(Network):
+        acts_on = "links"
+
+        def __init__(self):
+            self.base, self.n, self.stochastic = A, A.n, "row"
+
+        def map(self, f):
+            return type(self)()
+
+    class Static(Base):
+        @staticmethod
+        def matrix(t, r=0):
+            return A
+
+    class Classy(Base):
+        @classmethod
+        def matrix(cls, t, r=0):
+            return A
+
+    for kind in (Static, Classy):
+        assert np.isfinite(PullDiagGT(kind(), np.zeros((6, 2)), 0.05).step(lambda X: X - 1.0).x).all()
+
+
 def outside_package_wrapped(cls):
     return hasattr(cls.__dict__.get("matrix"), "__wrapped__")
 

@@ -1211,8 +1211,6 @@ class Optimizer(AskTell, FailureHandling, Persistence):
         step's that ``nxt`` left unused (of its shape and dtype; its own name's first). No side effect: the
         commit is one statement."""
         cur, blocks = self._cur, self._nxt
-        if nxt is blocks:
-            return cur
         for name, block in blocks.items():  # (nothing carried, most steps: found fast, as this runs every step and
             # a microsecond of a 15 us step counts)
             if nxt[name] is not block:

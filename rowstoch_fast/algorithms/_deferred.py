@@ -42,8 +42,11 @@ SAMPLE_CHUNK_BYTES = 16 << 20
 #: losses took a node's to 4.4e-8 and diverged at every rate (helper 171).
 STRANDED_WEIGHT = 1e-3
 #: A Pull-Diag tracker whose scale ``1/[D_t]_ii`` passed this (``1/eps`` of float64) is blamed for iterates that
-#: became non-finite, not the rate (:meth:`~rowstoch_fast.DivergenceError.overscaled`): the tracked sum of scaled
-#: gradients then holds no digit of an unscaled one.
+#: became non-finite, not the rate (:meth:`~rowstoch_fast.DivergenceError.overscaled`): a scaled gradient then
+#: swamps every other term. Helper 242's MG-Pull-Diag-GT under sleep reached 1e177-1e288 and diverged at every rate
+#: from 1e-12 to 10; a schedule of a directed 64-cycle with self weights 1e-3 reaches 1e54 by iteration 18 and
+#: diverges there at lr = 1e-12. Below it the rate stays the suspect: a ring of 16 half asleep peaks at 8.4e6 and
+#: diverges from lr = 0.05 up, not at 1e-3 (helper 243).
 OVERSCALED = 1.0 / np.finfo(np.float64).eps
 
 
@@ -166,7 +169,8 @@ class FailureHandling:
         if not isinstance(tracker, NetworkTracker):
             return None
         peak = tracker.max_inverse_diagonal  # (the largest so far: a network's scales are drawn with its rounds)
-        return DivergenceError.overscaled(iteration, node, peak, self._lr_text()) if peak > OVERSCALED else None
+        return DivergenceError.overscaled(iteration, node, peak, self._lr_text(), getattr(self, "rounds", 1)) \
+            if peak > OVERSCALED else None
 
     def _starved_error(self, iteration, node, kept=None):
         """For a push-sum method on a network that loses messages whose weights lost most of their mass: the

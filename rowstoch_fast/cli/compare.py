@@ -710,7 +710,6 @@ def _as_in_the_file(args, exc):
     return UsageError(f"{args.file_name}: {text}")  # (at least the file: "cannot build exponential with n=-3")
 
 
-#: What may be written beside ``--resume DIR`` (the rest is the comparison's own, in DIR/experiment.json).
 def _given_jobs(argv):
     """The ``--jobs`` of the command line ``argv`` (an experiment.json's), None where it gave none (or not as a
     count)."""
@@ -726,6 +725,7 @@ def _given_jobs(argv):
     return None
 
 
+#: What may be written beside ``--resume DIR`` (the rest is the comparison's own, in DIR/experiment.json).
 _RESUME_OPTIONS = ("--resume", "--repeats", "--no-progress", "--progress", "--out", "--jobs")
 
 
@@ -825,7 +825,9 @@ def _read_resumed_comparison(args):
                          "registers that layer imported")
     if "--jobs" not in args.given:  # (the start's, where it gave one: a comparison begun with --jobs 1, one copy
         # of the problem in memory, had resumed on every core, "2 processes": helper 238)
-        args.jobs = _given_jobs(saved.get("argv"))
+        jobs = saved.get("jobs")
+        args.jobs = jobs if type(jobs) is int and jobs >= 1 else _given_jobs(saved.get("argv"))  # (a folder
+        # written before "jobs" was: its argv's)
     held = int(previous.groupby("algorithm")["rep"].nunique().max()) if len(previous) and \
         {"algorithm", "rep"} <= set(previous.columns) else 0  # (an interrupted growth: more than the settings')
     for key, value in settings.items():
@@ -949,7 +951,8 @@ def _write_experiment(args, problems, file_algorithms):
     document = {"settings": settings, "algorithms": file_algorithms, "graphs": graphs,
                 "layers": network_options.set_apart(args),  # (what a resume without their modules refuses)
                 "node_files": network_options.node_files(args), "folder": os.getcwd(), "version": __version__,
-                "build_info": build_info(), "argv": getattr(args, "argv", sys.argv[1:])}
+                "build_info": build_info(), "argv": getattr(args, "argv", sys.argv[1:]),
+                "jobs": args.jobs}  # (--jobs as given, or as a resume took it: a resume's own argv has none)
     atomic_write(os.path.join(args.out, "experiment.json"),
                  lambda fh: json.dump(document, fh, indent=1, default=str))
     atomic_write(os.path.join(args.out, _FROZEN),

@@ -16,8 +16,8 @@ from ..network import Network, draws, effects_of, losses_of, redrawn, source_of
 from ..runner import BELOW_OPTIMUM_WORDS, check_takes, run
 from .tuning import (DAMAGED, UNTUNABLE, NoStableRate, converged_for, exact_tuning, forget_stages, spread_floor,
                      tune)
-from .verdict import (NEXT_STABLE, RETRIED, RETRIES, _ends as ends, cause, clauses, climbs_too, family_members, next_stable,
-                      status_of)
+from .verdict import (NEXT_STABLE, RETRIED, RETRIES, _ends as ends, cause, clauses, climbs_too, family_members,
+                      next_stable, status_of)
 
 __all__ = ["Outcome", "judge_run", "run_method"]
 
@@ -458,7 +458,8 @@ def _retry_note(failed, also="", again=()):
         said = ", ".join(f"{g['lr']:.3g}, {g['status']}" for g in again)
         return (_retry_note(failed).replace("; shown at the next stable rate of its tuning", "")
                 + f"; so {'were' if len(again) > 1 else 'was'} the next stable rate{'s' * (len(again) > 1)} of its "
-                f"tuning ({said}); shown at the next one below" + (f", where {also}" if also else ""))
+                f"tuning ({said}); shown at the next stable rate below {'them' if len(again) > 1 else 'it'}"
+                + (f", where {also}" if also else ""))
     why = cause(str(failed.get("diagnosis", "")))
     final, metric = failed.get("final"), failed.get("metric")
     ended = f", its {metric + ' ' if metric else ''}ending at {final:.3g}" \
@@ -546,7 +547,9 @@ def run_method(plan, method, *, progress=False, log=None):
                 f"; here: {diagnosis}" if diagnosis else "")
             if meta.get("earlier_total_kept") is False:  # (resumed from its first repetition: no earlier record
                 # carries the failed rate's run's time)
-                frame["total_wall_seconds"] += float(record["retried"].get("wall_seconds", 0.0))
+                failed = (record.get("retried_also") or [record["retried"]])[-1]  # (the last: its time counts
+                # those before it, helper 243)
+                frame["total_wall_seconds"] += float(failed.get("wall_seconds", 0.0))
     if record is not None and plan.checkpoint_dir is not None:  # (its records hold the rate now)
         forget_stages(plan.checkpoint_dir, method.label, record)
     frame["lr_source"] = source

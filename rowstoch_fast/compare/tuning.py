@@ -998,7 +998,9 @@ def _fine(best, scores, rel=0.0, exact=False):
     (``exp(2 sqrt(2) rel)``, 1.25 at :data:`CONFIRM_NOISE`). A best with a neighbour that ends close to it (a
     noise floor, a bias, a transient: the default comparison's methods, 1.1-1.4x on one side) is left as it is:
     there the halved steps gained 1.11x at most and cost 26-47% of its time (bench/RESULTS.md 58d, 61a), unless
-    that neighbour and the best lie between two walls (:func:`_between_walls`): then their midpoint alone.
+    that neighbour and the best lie between two walls (:func:`_between_walls`): then their midpoint alone; or the
+    other neighbour was rejected and the close one still ends more than the gain above the best (the values fall
+    toward a rejected rate: :func:`_toward_the_edge`): then the midpoint with the rejected one alone.
 
     With ``exact`` (the tuning's trajectories are the evaluation's: :func:`exact_tuning`), the midpoints with every
     neighbour, rejected or not, unless each ends within :data:`PLATEAU` of the best: a deterministic method's final

@@ -5,6 +5,7 @@ layers), :func:`describe` and the checks every layer makes of what it wraps.
 from __future__ import annotations
 
 import functools
+import inspect
 
 import numpy as np
 
@@ -166,7 +167,8 @@ class Network:
                 raise TypeError(f"{cls.__qualname__}: the layer name {name!r} is {known.__module__}."
                                 f"{known.__qualname__}'s; give the new layer a name of its own")
             LAYERS[name] = cls
-        if "matrix" in cls.__dict__ and outside_package(cls):
+        if inspect.isfunction(cls.__dict__.get("matrix")) and outside_package(cls):  # (a plain method: a static or
+            # class method, or a property, is the user's to keep as it is, helper 243)
             cls.matrix = _checked_matrix(cls.__dict__["matrix"])
 
     @classmethod
@@ -417,13 +419,13 @@ def _checked_matrix(matrix):
     @functools.wraps(matrix)
     def checked(self, t, *args, **kwargs):  # (as the user's takes them)
         M = matrix(self, t, *args, **kwargs)
+        if isinstance(M, MixingMatrix) and (self.n is None or M.n == self.n):
+            return M
         where = f"{type(self).__qualname__}.matrix({t}, {args[0] if args else kwargs.get('r', 0)})"
         if not isinstance(M, MixingMatrix):
             raise TypeError(f"{where} must return a rowstoch_fast.MixingMatrix (MixingMatrix(array) wraps an "
                             f"array or a scipy.sparse matrix), got {type(M).__name__}")
-        if self.n is not None and M.n != self.n:
-            raise ValueError(f"{where} returned a matrix of {M.n} nodes; the network has {self.n}")
-        return M
+        raise ValueError(f"{where} returned a matrix of {M.n} nodes; the network has {self.n}")
 
     return checked
 
