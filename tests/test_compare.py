@@ -5905,6 +5905,10 @@ def test_the_tuning_figure_draws_a_stage_alike_in_every_panel_and_marks_the_next
         assert "fine" in labels and "confirm" in labels and "ran (next stable)" in labels
         assert fig.axes[1].get_title() == "b: lr 0.01 (next stable; 0.1 unstable)"
         assert fig.axes[0].get_title() == "a: lr 0.05"
+        twice = {"c": {**tuning["b"], "retried_also": [{"lr": 0.05, "status": "diverged", "next_stable": 0.01}]}}
+        figure = report.tuning_figure(twice)  # (each rate that failed named: helper 243)
+        assert figure.axes[0].get_title() == "c: lr 0.01 (next stable; 0.1 unstable; 0.05 diverged)"
+        plt.close(figure)
         vertical = [list(line.get_xdata()) for line in fig.axes[1].get_lines() if line.get_linestyle() == "-."]
         assert vertical == [[0.01, 0.01]]
         assert not fig.texts  # (untitled: no text over the panels)
