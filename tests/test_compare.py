@@ -635,6 +635,10 @@ def test_the_floor_of_a_narrow_valley_is_confirmed_where_two_streams_agree_every
     edge = {0.00421696: 0.00583, 0.00437144: 0.00507, 0.00453158: 0.00431, 0.00469894: inf}
     assert tuning._valley_floor(0.00453158, edge, {}, 0.035) == ([0.00453158], 0.035)
     assert tuning._valley_floor(0.00453158, {**edge, 0.00469894: 0.0061}, {}, 0.035)[0] == [0.00453158, 0.00437144]
+    # nor where the streams end alike to the last bit (deterministic gradients: helper 244's DIGing over fixed
+    # delays ran six more streams that ended bit for bit as the two)
+    alike = {0.0205352: [0.0104, 0.0104], 0.0220673: [0.01044, 0.01044]}
+    assert tuning._valley_floor(0.0205352, {0.0205352: 0.0104, 0.0220673: 0.01044}, alike, 0.0) == ([0.0205352], 0.0)
 
 
 def test_after_a_confirmation_the_rate_is_chosen_among_the_contenders():
