@@ -22,6 +22,7 @@ and :mod:`._registry` (the registry and every list derived from it).
 from __future__ import annotations
 
 import math
+import sys
 import types
 import warnings
 
@@ -213,8 +214,6 @@ def _registered_name(cls):
 
 def _redefined(known, cls):
     """Whether ``cls`` is ``known`` defined again (:func:`_registered_name`)."""
-    import sys
-
     if (known.__module__, known.__qualname__) == (cls.__module__, cls.__qualname__):
         return True
     if known.__module__ == cls.__module__ == "__main__":  # (an interactive session's: the cell run again, renamed)

@@ -710,21 +710,6 @@ def _as_in_the_file(args, exc):
     return UsageError(f"{args.file_name}: {text}")  # (at least the file: "cannot build exponential with n=-3")
 
 
-def _given_jobs(argv):
-    """The ``--jobs`` of the command line ``argv`` (an experiment.json's), None where it gave none (or not as a
-    count)."""
-    argv = [str(token) for token in argv] if isinstance(argv, list) else []
-    for k, token in enumerate(argv):
-        value = token[7:] if token.startswith("--jobs=") else argv[k + 1] if token == "--jobs" and k + 1 < len(
-            argv) else None
-        if value is not None:
-            try:
-                return int(value) if int(value) >= 1 else None
-            except ValueError:
-                return None
-    return None
-
-
 #: What may be written beside ``--resume DIR`` (the rest is the comparison's own, in DIR/experiment.json).
 _RESUME_OPTIONS = ("--resume", "--repeats", "--no-progress", "--progress", "--out", "--jobs")
 
@@ -823,11 +808,10 @@ def _read_resumed_comparison(args):
                 "has")
         raise UsageError(f"--resume {folder!r}: {what}; resume it the way it was started, with the module that "
                          "registers that layer imported")
-    if "--jobs" not in args.given:  # (the start's, where it gave one: a comparison begun with --jobs 1, one copy
-        # of the problem in memory, had resumed on every core, "2 processes": helper 238)
-        jobs = saved.get("jobs")
-        args.jobs = jobs if type(jobs) is int and jobs >= 1 else _given_jobs(saved.get("argv"))  # (a folder
-        # written before "jobs" was: its argv's)
+    jobs = saved.get("jobs")
+    if "--jobs" not in args.given and type(jobs) is int and jobs >= 1:  # (the start's, where it gave one: a
+        # comparison begun with --jobs 1, one copy of the problem in memory, had resumed on every core, helper 238)
+        args.jobs = jobs
     held = int(previous.groupby("algorithm")["rep"].nunique().max()) if len(previous) and \
         {"algorithm", "rep"} <= set(previous.columns) else 0  # (an interrupted growth: more than the settings')
     for key, value in settings.items():

@@ -1007,14 +1007,14 @@ def _fine(best, scores, rel=0.0, exact=False):
     value can fall by orders of magnitude between two rates that end close to each other (the two walls of a
     valley: a held-out Add-Opt ended 133x above 0.158 at 0.178, its neighbours 1.29x above it and rejected; seven
     more ended 1.3-9.3x off, bench/RESULTS.md 62a), and halving there costs one replica a rate."""
-    gain = max(FINE_GAIN, math.exp(2.0 * math.sqrt(2.0) * rel))
+    gain = _fine_gain(rel)
     tried = sorted(scores)
     i = tried.index(best)
     neighbours = [lr for lr in (tried[i - 1] if i > 0 else None, tried[i + 1] if i + 1 < len(tried) else None)
                   if lr is not None]
 
     def steep(lr, low=best):
-        return math.isfinite(scores[lr]) and scores[lr] > max(gain, lr / low, low / lr) * scores[low]
+        return _steep(scores, lr, low, gain)
 
     if exact:
         if all(scores[lr] <= PLATEAU * scores[best] for lr in neighbours):  # (inf is not)
@@ -1023,6 +1023,18 @@ def _fine(best, scores, rel=0.0, exact=False):
                                                               for lr in neighbours):
         return _between_walls(best, tried, scores, steep, gain) or _toward_the_edge(best, tried, scores, gain)
     return _midpoints(best, neighbours, scores)
+
+
+def _fine_gain(rel):
+    """The factor a neighbour of the best ends above it by, at least, to be steep (:func:`_fine`): :data:`FINE_GAIN`,
+    or two standard errors of their difference where the candidates' relative standard error is ``rel``."""
+    return max(FINE_GAIN, math.exp(2.0 * math.sqrt(2.0) * rel))
+
+
+def _steep(scores, lr, low, gain):
+    """Whether the rate ``lr`` ends steeply above ``low`` (``scores``: inf where rejected): more than ``gain``
+    (:func:`_fine_gain`) and further than the two rates are apart."""
+    return math.isfinite(scores[lr]) and scores[lr] > max(gain, lr / low, low / lr) * scores[low]
 
 
 def _toward_the_edge(best, tried, scores, gain):
@@ -1426,11 +1438,11 @@ def _valley_floor(best, scores, finals, rel):
     failed in the evaluation all the same (ADD-OPT on a directed ring of 32: 0.00316, stable on eight streams,
     unstable over 20 repetitions), and the retry went further down than it had from the best, to rates ending
     1.5x and 2.0x higher (one gained 6.9x: a rate that held)."""
-    gain = max(FINE_GAIN, math.exp(2.0 * math.sqrt(2.0) * rel))
+    gain = _fine_gain(rel)
     tried = sorted(scores)
     i = tried.index(best)
     close = [lr for lr in tried[max(i - 1, 0):i + 2] if lr != best and math.isfinite(scores[lr])
-             and scores[lr] <= max(gain, lr / best, best / lr) * scores[best]]
+             and not _steep(scores, lr, best, gain)]
     if not close:
         return [best], rel
     rivals = [best] + sorted(close, key=lambda lr: (scores[lr], lr))
