@@ -970,6 +970,40 @@ def _edge_gains(best, stable):
     return inner is None or stable[inner] > EDGE_GAIN * stable[best]
 
 
+def _above_the_top(scores, best, curves, iterations, grid):
+    """The rates one and two half grid steps above the largest rate tried (within :data:`SEARCH_DECADES` of the
+    grid) where that rate is stable, though not the best (``best``; at the edge the steps past it are
+    :func:`_refinements`'), and still getting better: it ends below the next rate down (stable), or its trajectory
+    (``curves[lr]`` at ``iterations``) still falls over its last :data:`TAIL` (:func:`rising`); else ``[]``. Between
+    the best and a rate that ends higher the tuner refines, and it goes no higher: what ends worse past the best
+    ends worse still further up, where the rates ending worse are the ones that oscillate, a noise floor that grows
+    with the rate, or a drift. Not where the ending worse is a transient that larger rates pass sooner (helper 245:
+    Push-Pull on linearly separable logistic data with lam = 1e-5 ended 1.3e-7 at its tuned 6.04, 2.5e-5 at 17.8
+    and 4.8e-6 at 31.6, the largest rate tried, still falling fast at the end, and at rounding from 100 on; the
+    tuner had stopped at 31.6: 39x over 20 repetitions on mini-batches). Where it runs, a rate above is rejected
+    (the edge of stability found: the tuner stops) or ends higher and levels off (it stops too) or becomes the best
+    (the steps past the edge go on from it)."""
+    top = max(scores)
+    if top == best or not math.isfinite(scores[top]):
+        return []
+    below = [lr for lr in scores if lr < top]
+    lower = max(below) if below else None
+    better = lower is not None and math.isfinite(scores[lower]) and scores[top] < scores[lower]
+    curve = np.asarray(curves.get(top, ()), dtype=np.float64)
+    falling = False
+    if iterations is not None and len(curve) == len(iterations) and len(curve) >= 3:
+        tail = _tail(iterations)
+        with np.errstate(all="ignore"):
+            logs = np.log(curve[tail])
+        if np.isfinite(logs).all():
+            falling = rising(np.asarray(iterations, dtype=np.float64)[tail], -logs)
+    if not (better or falling):
+        return []
+    half = math.sqrt(_grid_step(grid))
+    return [lr for lr in (float(f"{top * half:.6g}"), float(f"{top * half * half:.6g}"))
+            if lr not in scores and _within_span(lr, grid)]
+
+
 def _refinements(best, tried, grid):
     """The rates to try around ``best``: the geometric midpoints with its neighbours among ``tried`` and, at the
     edge of what was tried, one grid step past it (and the midpoint). (The first refinement adds the points
@@ -1515,7 +1549,11 @@ def _tune_stages(stage, scores, arrival, ends, finals, record, grid, method, log
             break
         best = _best(stable, arrival)
         if extension > 0 and best not in (min(scores), max(scores)):
-            break
+            more = _above_the_top(scores, best, _last_curves(record), record.get("iterations"), grid)
+            if not more:
+                break
+            stage("past the edge", more)  # (the largest rate tried still stable and getting better: above it)
+            continue
         if extension > MAX_EXTENSIONS and not _edge_gains(best, stable):
             break
         more = [lr for lr in _refinements(best, list(scores), grid)
