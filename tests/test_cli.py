@@ -235,6 +235,15 @@ def test_run_refuses_to_replace_an_earlier_runs_history(tmp_path, capsys):
     (tmp_path / "other").mkdir()
     (tmp_path / "other" / "notes.txt").write_text("mine")  # (a folder of other files: nothing is replaced)
     assert cli.main([*base, "--iterations", "3", "--out", str(tmp_path / "other")]) == 0
+    # a comparison's folder, even with --overwrite (helper 246: a run's history beside a comparison's compare.csv)
+    comparison = tmp_path / "cmp"
+    comparison.mkdir()
+    (comparison / "compare.csv").write_text("algorithm\n")
+    for more in ([], ["--overwrite"]):
+        capsys.readouterr()
+        assert cli.main([*base, "--iterations", "3", "--out", str(comparison), *more]) == 2
+        assert f"--out {str(comparison)!r} holds a comparison (compare.csv): choose another folder" in _one_line(capsys)
+    assert sorted(p.name for p in comparison.iterdir()) == ["compare.csv"]
 
 
 def _one_line(capsys):

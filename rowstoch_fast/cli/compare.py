@@ -234,6 +234,7 @@ def _compare(args):
                              f"{', '.join(TOPOLOGIES + PAPER_GRAPHS)}")
     # every graph, setting, objective, algorithm and rate is checked before anything runs or is written
     problems, args.graph_words, args.left_out = [], {}, {}
+    early = set()  # (the warnings printed while planning: a budget that holds few of a method's iterations)
     try:
         for gname in [file_label(args.matrix)] if args.matrix else topologies:
             args.topology = gname
@@ -269,13 +270,20 @@ def _compare(args):
                 asked = jobs
                 while True:
                     try:
-                        with warnings.catch_warnings():  # (the budget's warning is printed once, by the run)
-                            warnings.simplefilter("ignore", RuntimeWarning)
+                        with warnings.catch_warnings(record=True) as planned:  # (the budget's warning: now,
+                            # before the tuning, not after it: helper 246's MG-Pull-Diag-GT of Theorem 3's R = 698 on
+                            # the paper's ring had been told it ran 2 iterations once every method had run)
+                            warnings.simplefilter("always", RuntimeWarning)
                             cmp.make_plan(A, f, chosen, args.rounds_budget, lr=lr, repeats=args.repeats,
                                           seed=args.seed, tracker=args.tracker, backend=args.backend,
                                           mg_rounds=args.mg_rounds, metric=metrics[0] if metrics else None,
                                           metrics=metrics, lr_source=sources or None, hyper=hyper or None,
                                           jobs=jobs)  # (every check, memory too)
+                        for w in planned:
+                            said = str(w.message)
+                            if "runs only" in said and root and said not in early:
+                                early.add(said)  # (the run's own warning is then not printed again)
+                                print(f"rowstoch: warning: {said}", file=sys.stderr)
                         break
                     except MemoryError:  # (the default, the cores: as many processes as fit, each with its copy
                         # of the problem and its methods' blocks; a --jobs given is refused as it is)
@@ -329,7 +337,7 @@ def _compare(args):
                 f"{'; each in the settings that run it' if args.left_out else ''}): "
                 f"every rate of {cmp.TUNE_GRID[0]:g} .. {cmp.TUNE_GRID[-1]:g} over the whole budget in one batched "
                 f"run, then refined, on {metric}; --lr NAME=VALUE fixes one", flush=True)
-        frames, interrupted, warned = [], False, set()
+        frames, interrupted, warned = [], False, set(early)
         rows_cache = {}  # (each finished method's summary row, computed once: the tables are rewritten after each
         # method, and ranking them all again from their records cost the default comparison 2.6 s of 4.4)
         places = slugs([gname + (f", {sname}" if sname else "") for gname, sname, *_ in problems],

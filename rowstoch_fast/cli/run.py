@@ -118,6 +118,11 @@ def _run_config(args):
     return {"cli": config}
 
 
+#: The files that mark a folder as a comparison's (``rowstoch compare --out``), which ``rowstoch run`` does not
+#: write into.
+COMPARISON_FILES = ("compare.csv", "experiment.json")
+
+
 def _refuse_earlier_run(args):
     """An --out holding an earlier run's history is refused (its results would be replaced without a word), unless
     --overwrite, or --resume of that same run (its history.json records the same settings: a run going on from its
@@ -126,7 +131,14 @@ def _refuse_earlier_run(args):
 
     from ..runner import History
 
-    if args.overwrite or not os.path.isdir(args.out):
+    if not os.path.isdir(args.out):
+        return
+    comparison = [name for name in COMPARISON_FILES if os.path.exists(os.path.join(args.out, name))]
+    if comparison:  # (not even with --overwrite, which replaces a run's files alone: a run's history had been
+        # written beside a comparison's compare.csv, helper 246; `rowstoch compare` refuses any folder not empty)
+        raise UsageError(f"--out {args.out!r} holds a comparison ({', '.join(comparison)}): choose another folder "
+                         "for the run")
+    if args.overwrite:
         return
     found = [name for name in History.FILES if os.path.exists(os.path.join(args.out, name))]
     if not found:
