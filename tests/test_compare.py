@@ -641,6 +641,80 @@ def test_the_floor_of_a_narrow_valley_is_confirmed_where_two_streams_agree_every
     assert tuning._valley_floor(0.0205352, {0.0205352: 0.0104, 0.0220673: 0.01044}, alike, 0.0) == ([0.0205352], 0.0)
 
 
+def test_the_tuner_goes_above_the_largest_rate_tried_while_it_is_stable_and_getting_better():
+    """Helper 245's Push-Pull on linearly separable logistic data (lam = 1e-5, 4 nodes of one class each, whole-data
+    gradients, 5,000 rounds): every rate of the grid up to 10 was stable, the refinement's 17.8 ended 2.5e-5 and its
+    31.6 4.8e-6 with its trajectory still falling fast, and the tuner stopped at 6.04 (1.3e-7: the best it had
+    tried), where every rate from 100 on reaches rounding (a transient that larger rates pass sooner). Where the
+    largest rate tried is stable, not the best, and gets better (it ends below the next rate down, or its trajectory
+    still falls at the end), the tuner goes on above it (tuning._above_the_top); not where it ends higher and has
+    levelled off (a noise floor that grows with the rate), nor where it was rejected (the edge of stability)."""
+    inf = math.inf
+    knots = {1e-4: inf, 3.16228e-4: 0.195, 0.001: 0.0833, 0.00316228: 0.0318, 0.01: 0.0113, 0.0316228: 0.00374,
+             0.1: 0.00114, 0.316228: 2.89e-4, 1.0: 4.82e-5, 3.16228: 2.42e-6, 4.21696: 7.2e-7, 5.62341: 1.55e-7,
+             6.04296: 1.26e-7, 6.9783: 2.3e-7, 10.0: 3.46e-6, 17.7828: 2.49e-5, 31.6228: 4.8e-6, 56.2341: 3.4e-16}
+    start, iterations = 0.694, list(range(0, 5200, 200))
+    transient = (15.0, 60.0)  # (the rates whose trajectories still fall fast at the end)
+
+    def landscape(lr):
+        if lr >= max(knots):
+            return 3.4e-16
+        rates = sorted(knots)
+        hi = next(r for r in rates if r >= lr * (1 - 1e-9))
+        lo = max(r for r in rates if r <= lr * (1 + 1e-9))
+        if hi == lo or not math.isfinite(knots[lo]):
+            return knots[hi]
+        w = math.log(lr / lo) / math.log(hi / lo)
+        return math.exp((1 - w) * math.log(knots[lo]) + w * math.log(knots[hi]))
+
+    def curve(lr, end):
+        k = len(iterations)
+        if transient[0] < lr < transient[1]:  # (falling geometrically to its end)
+            return [start * (end / start) ** (i / (k - 1)) for i in range(k)]
+        return [start] + [max(end, start * (end / start) ** (2 * i / (k - 1))) for i in range(1, k)]  # (levelled)
+
+    scores, ends, arrival, finals, names = {}, {}, {}, {}, []
+    record = {"replicas": 1, "stages": []}
+
+    def stage(name, rates, rep_offset=0, replicas=1, may_set_aside=False):
+        names.append(name)
+        entry = {"name": name, "scores": {}, "rejected": {}, "ends": {}, "curves": {}}
+        record["iterations"] = iterations
+        for lr in rates:
+            end = landscape(lr)
+            scores[lr] = ends[lr] = entry["scores"][lr] = entry["ends"][lr] = end
+            finals[lr] = [end]
+            entry["curves"][lr] = curve(lr, end) if math.isfinite(end) else [start, inf]
+            if not math.isfinite(end):
+                entry["rejected"][lr] = "no progress"
+        record["stages"].append(entry)
+        return True
+
+    method = cmp.make_plan(topology.exponential(4), Quadratic.random(4, d=2, seed=0), "push-pull", 10).methods[0]
+    lr, _ = tuning._tune_stages(stage, scores, arrival, ends, finals, record, cmp.TUNE_GRID, method, None,
+                                exact=True)
+    assert lr >= 56.2 and landscape(lr) == 3.4e-16  # (at rounding; it had been 6.04, 1.3e-7)
+    assert max(scores) <= 10.0 * 10.0 ** tuning.SEARCH_DECADES * (1 + 1e-6)
+    # the rule alone: the largest rate tried, stable, not the best, getting better
+    step = math.sqrt(tuning._grid_step(cmp.TUNE_GRID))
+    falling = curve(31.6228, 4.8e-6)
+    curves, tried = {31.6228: falling}, {6.04296: 1.26e-7, 17.7828: 2.49e-5, 31.6228: 4.8e-6}
+    assert tuning._above_the_top(tried, 6.04296, curves, iterations, cmp.TUNE_GRID) == pytest.approx(
+        [31.6228 * step, 31.6228 * step ** 2], rel=1e-5)
+    # ending below the next rate down is enough (a levelled trajectory)
+    assert tuning._above_the_top(tried, 6.04296, {31.6228: curve(100.0, 4.8e-6)}, iterations, cmp.TUNE_GRID)
+    # levelled off above the next rate down: none (a noise floor growing with the rate)
+    assert tuning._above_the_top({**tried, 31.6228: 3e-5}, 6.04296, {31.6228: curve(100.0, 3e-5)}, iterations,
+                                 cmp.TUNE_GRID) == []
+    # rejected, or the best itself (the steps past the edge are the refinement's): none
+    assert tuning._above_the_top({**tried, 31.6228: inf}, 6.04296, curves, iterations, cmp.TUNE_GRID) == []
+    assert tuning._above_the_top({6.04296: 1.26e-7, 31.6228: 1e-8}, 31.6228, curves, iterations,
+                                 cmp.TUNE_GRID) == []
+    # nor past SEARCH_DECADES above the grid
+    edge = 10.0 * 10.0 ** tuning.SEARCH_DECADES
+    assert tuning._above_the_top({1.0: 1e-9, edge: 1e-8}, 1.0, {edge: falling}, iterations, cmp.TUNE_GRID) == []
+
+
 def test_after_a_confirmation_the_rate_is_chosen_among_the_contenders():
     """bench/tuner_check.py's lossy Push-Pull: on two streams 0.56 ends lowest and 0.32 cannot be told apart from
     it; on eight, 0.56 climbs (unstable) and 0.32 ends at 0.0853, just above 0.18's 0.0853 on two streams, which
@@ -1604,6 +1678,27 @@ def test_a_metric_of_the_iterates_that_runs_off_at_the_end_is_told_from_one_that
     judged = tuning._ran_off(values, spreads, it)
     assert np.isinf(judged[-1, 0]) and np.isfinite(judged[:-1, 0]).all() and np.isfinite(judged[:, 1]).all()
     assert np.isfinite(tuning._ran_off(values, spreads)).all()  # (without the records' iterations: as before)
+
+
+def test_a_tuned_rate_at_the_end_of_the_tuners_reach_is_said():
+    """Helper 245's MG-Pull-Diag-GT (R = 16) on a directed ring of 48 with six one-way chords (its tracker's scale
+    2.6e14): tuned to 1e-12, the search's floor (SEARCH_DECADES below the grid), `ok` and ranked with nothing said,
+    where 7.5e-13 ended 2.23x lower over 20 repetitions. An `ok` run at a tuned rate at either end of the tuner's
+    reach says a rate past it may do better; not one inside it, nor a rate given."""
+    it = np.arange(0, 81, 4)
+    rows = [(k, rep, s, 0.01) for rep in range(2) for k, s in zip(it, np.geomspace(4.0, 4e-3, len(it)))]
+    frame = pd.DataFrame(rows, columns=["iteration", "rep", "suboptimality", "consensus_error"])
+    record = {"stages": [{"name": "grid", "scores": {lr: math.inf for lr in cmp.TUNE_GRID}},
+                         {"name": "search", "scores": {1e-12: 0.1}}]}
+    status, why = verdict.status_of(frame, "suboptimality", {}, lr=1e-12, lr_source="tuned", iterations=80,
+                                    tuning=record)
+    assert status == "ok" and why == ("lr 1e-12 is the smallest rate the tuner tries (8 decades below its grid): a "
+                                      "smaller one may do better (give it with --lr)"), why
+    assert "largest rate the tuner tries (8 decades above" in verdict.status_of(
+        frame, "suboptimality", {}, lr=1e9, lr_source="tuned", iterations=80, tuning=record)[1]
+    for lr, source in ((1e-11, "tuned"), (1e-12, "given")):
+        assert verdict.status_of(frame, "suboptimality", {}, lr=lr, lr_source=source, iterations=80,
+                                 tuning=record) == ("ok", "")
 
 
 def test_a_run_that_climbs_off_at_the_end_is_unstable_and_one_repetition_past_a_thousandfold_diverged():
@@ -4437,7 +4532,9 @@ def test_a_killed_comparisons_workers_die_with_it(tmp_path):
         time.sleep(1.0)  # (they have started their methods)
         proc.kill()
         proc.wait(timeout=hang_limit(30))
-        deadline = time.time() + 3.0  # (at once: the kernel's signal; their tuning ran for a minute more)
+        deadline = time.time() + hang_limit(3.0)  # (at once: the kernel's signal; their tuning ran for a minute
+        # more. Scaled: a worker still importing when the parent died exits once it reaches its prctl, seconds
+        # later on a busy machine, where the suite beside three other processes had failed it)
         while time.time() < deadline and any(os.path.exists(f"/proc/{w}") and _alive(w) for w in workers):
             time.sleep(0.1)
         assert not any(os.path.exists(f"/proc/{w}") and _alive(w) for w in workers)
@@ -7265,6 +7362,29 @@ def test_the_printed_table_carries_the_notes_of_summary_md():
         if note:
             assert note in markdown and note in printed.replace("\n  ", " "), note
     assert report.identical_runs(table), table[["algorithm", "final", "final_std"]]
+
+
+def test_a_budget_of_few_iterations_is_told_before_the_tuning(tmp_path):
+    """Helper 246: `rowstoch compare --topology paper-ring` ran MG-Pull-Diag-GT at Theorem 3's R = 698, 2 iterations
+    of the 2,000 rounds, and said so ("runs only 2 iterations ... pass mg_rounds (--mg-rounds)") once every method
+    had been tuned and run, minutes later, where a --resume could no longer change R. The warning comes while the
+    comparison is planned, before any tuning, once."""
+    import contextlib
+    import io
+
+    from rowstoch_fast import cli
+
+    said = io.StringIO()  # (the narration on stdout, the warning on stderr: in the order printed)
+    with contextlib.redirect_stdout(said), contextlib.redirect_stderr(said):
+        rc = cli.main(["compare", "--topology", "ring", "--n", "6", "--algorithms", "mg-pull-diag-gt,pull-diag-gt",
+                       "--mg-rounds", "40", "--rounds-budget", "100", "--repeats", "1", "--jobs", "1",
+                       "--objective", "least-squares", "--no-progress", "--out",
+                       str(tmp_path / "out")])
+    text = said.getvalue()
+    warning = "rowstoch: warning: mg-pull-diag-gt runs only 2 iterations: R = 40 rounds each, out of a budget of 100"
+    assert rc == 0, text
+    assert text.count(warning) == 1, text
+    assert text.index(warning) < text.index("tuning the learning rate"), text
 
 
 def test_a_run_that_used_fewer_rounds_than_the_others_is_said_under_every_table():
