@@ -706,6 +706,14 @@ def test_the_tuner_goes_above_the_largest_rate_tried_while_it_is_stable_and_gett
     # levelled off above the next rate down: none (a noise floor growing with the rate)
     assert tuning._above_the_top({**tried, 31.6228: 3e-5}, 6.04296, {31.6228: curve(100.0, 3e-5)}, iterations,
                                  cmp.TUNE_GRID) == []
+    # a plateau's top, a hair below its neighbour, its tail's noise drifting down (helper 248's FROST on the default
+    # comparison's problem, 0.0558 from 1 to 1000, had run four stages more): none
+    noisy = [0.0565 * (1 - 0.005 * i) * (1.005 if i % 2 else 0.995) for i in range(len(iterations))]  # (a line,
+    # its records up and down about it)
+    tail = tuning._tail(iterations)
+    assert tuning.rising(np.asarray(iterations, float)[tail], -np.log(np.asarray(noisy)[tail]))
+    assert tuning._above_the_top({1e-3: 0.0042, 17.7828: 0.0500, 31.6228: 0.0497}, 1e-3, {31.6228: noisy},
+                                 iterations, cmp.TUNE_GRID) == []
     # rejected, or the best itself (the steps past the edge are the refinement's): none
     assert tuning._above_the_top({**tried, 31.6228: inf}, 6.04296, curves, iterations, cmp.TUNE_GRID) == []
     assert tuning._above_the_top({6.04296: 1.26e-7, 31.6228: 1e-8}, 31.6228, curves, iterations,

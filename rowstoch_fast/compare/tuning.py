@@ -206,6 +206,10 @@ MAX_EXTENSIONS = 3
 #: neighbour: helper 160's K-GT (features x1000) ended 0.086, 0.0049 and 8.3e-4 at the three steps from 1e-5 down to
 #: 1e-6 and was run at 1e-6, where 1.8e-7 ends 9.8e-5.
 LATER_EXTENSIONS = 16
+#: How much lower the largest rate tried must end than the next rate down for the tuner to go above it where it is
+#: not the best (:func:`_above_the_top`): helper 248's FROST on the default comparison's problem sat at 0.0558 +- 0.3%
+#: from 1 to 1000 (30x above its best, 0.0042), and a top 0.1% lower than its neighbour had run four stages more.
+ABOVE_GAIN = 1.1
 #: How much lower the best rate, outermost, must end than its neighbour for the steps past the edge to go on after
 #: :data:`MAX_EXTENSIONS` (:func:`_edge_gains`): the 1.25 a tuned rate may miss the best by.
 EDGE_GAIN = 1.25
@@ -973,8 +977,9 @@ def _edge_gains(best, stable):
 def _above_the_top(scores, best, curves, iterations, grid):
     """The rates one and two half grid steps above the largest rate tried (within :data:`SEARCH_DECADES` of the
     grid) where that rate is stable, though not the best (``best``; at the edge the steps past it are
-    :func:`_refinements`'), and still getting better: it ends below the next rate down (stable), or its trajectory
-    (``curves[lr]`` at ``iterations``) still falls over its last :data:`TAIL` (:func:`rising`); else ``[]``. Between
+    :func:`_refinements`'), and still getting better: it ends :data:`ABOVE_GAIN` times below the next rate down
+    (stable), or its trajectory (``curves[lr]`` at ``iterations``) still falls over its last :data:`TAIL`, at every
+    record and on a line (:func:`rising`); else ``[]``. Between
     the best and a rate that ends higher the tuner refines, and it goes no higher: what ends worse past the best
     ends worse still further up, where the rates ending worse are the ones that oscillate, a noise floor that grows
     with the rate, or a drift. Not where the ending worse is a transient that larger rates pass sooner (helper 245:
@@ -988,15 +993,16 @@ def _above_the_top(scores, best, curves, iterations, grid):
         return []
     below = [lr for lr in scores if lr < top]
     lower = max(below) if below else None
-    better = lower is not None and math.isfinite(scores[lower]) and scores[top] < scores[lower]
+    better = lower is not None and math.isfinite(scores[lower]) and scores[top] * ABOVE_GAIN < scores[lower]
     curve = np.asarray(curves.get(top, ()), dtype=np.float64)
     falling = False
     if iterations is not None and len(curve) == len(iterations) and len(curve) >= 3:
         tail = _tail(iterations)
         with np.errstate(all="ignore"):
             logs = np.log(curve[tail])
-        if np.isfinite(logs).all():
-            falling = rising(np.asarray(iterations, dtype=np.float64)[tail], -logs)
+        if np.isfinite(logs).all():  # (at every record of the tail, and on a line: not a noisy plateau's drift)
+            falling = bool((np.diff(logs) < 0).all()) and rising(np.asarray(iterations, dtype=np.float64)[tail],
+                                                                 -logs)
     if not (better or falling):
         return []
     half = math.sqrt(_grid_step(grid))
