@@ -5725,6 +5725,8 @@ def test_an_interrupted_tuning_does_not_run_its_finished_stages_again(tmp_path, 
     A, f = topology.exponential(8), NonconvexLogistic.synthetic(8, total=1600, batch=20, seed=0)
     method = cmp.make_plan(A, f, "dsgd", 200).methods[0]
     expected, want = tuning.tune(A, f, method, 200, "grad_norm_mean", seed=3)
+    monkeypatch.setattr(tuning, "_REFINED", [])  # (its refinement not run beside the grid below: a stage of its own,
+    # which this interrupts; tests/test_tune_beside.py resumes one run beside the grid)
     real, runs, stopped, built = tuning.trajectories, [], [], []
     start = tuning._Quarantine.__init__
 

@@ -44,6 +44,7 @@ import math
 import os
 import time
 import warnings
+import weakref
 import zipfile
 import zlib
 
@@ -315,6 +316,14 @@ STEADY_PACE = 0.75
 #: save (or its start): a variance-reduced method's state holds a table of every sample (hundreds of MB for the
 #: tuner's replicas), and a save every tenth cost more than the run. Ctrl-C and SIGTERM always save.
 CHECKPOINT_SECONDS = 10.0
+#: The most bytes of iterates that the rates run beside a tuning's grid (:func:`_beside`) may add to its block:
+#: the comparison's memory was checked for the grid's block alone, and a widening that small fits beside it.
+BESIDE_BYTES = 32 * 2**20
+#: The rates that the last tuning in this process refined first around its best, with its problem
+#: (``[(key, rates)]``, :func:`_problem_key`): the next tuning of the same problem runs them beside its grid, in its
+#: block, and where its refinement asks for those same rates, reads their columns instead of running them again
+#: (:func:`_beside`).
+_REFINED = []
 #: ``lr_source`` of a method that no rate of the grid kept stable.
 UNTUNABLE = "none stable"
 
@@ -1305,15 +1314,36 @@ def tune(network, objective, method, budget, metric, *, seed=0, backend="auto", 
     exact = exact_tuning(network, objective, method)
     at_rounding = converged_for(objective, getattr(metric, "name", metric))
 
+    key = _problem_key(network, objective, budget, metric, tune_seed, grid, repeats)
+    spare = {}  # (the columns of rates run beside the grid, on its streams: a later stage of them reads them)
+
     def stage(name, rates, rep_offset=0, replicas=repeats, may_set_aside=False):
         aside = record.get("set_aside", [])
         path = _stage_checkpoint(checkpoint_dir, method.label, len(record["stages"]) + len(aside))
         shown = {"progress": progress, "desc": f"{method.label} (tuning: {name}, {len(rates)} rate"
                                               f"{'s' if len(rates) != 1 else ''})"} if progress else {}
-        iterations, values = trajectories(network, objective, method, rates, budget, metric, seed=tune_seed,
-                                          repeats=replicas, backend=backend, checkpoint=path, keep=True,
-                                          rep_offset=rep_offset, **shown)
-        finished.append(path)
+        served = {lr: spare.pop(lr) for lr in rates if lr in spare} if not rep_offset and replicas == repeats else {}
+        # (run beside the grid on these streams already: the same bits as a run of their own, _beside)
+        if len(served) == len(rates):
+            iterations = served[rates[0]][0]
+            values = np.concatenate([served[lr][1] for lr in rates], axis=1)
+        else:
+            extra, run = [], [lr for lr in rates if lr not in served]
+            if name == "grid" and not rep_offset:
+                fingerprint = _fingerprint(method, run, budget, getattr(metric, "name", metric), tune_seed,
+                                           replicas, objective, rep_offset)
+                kept = _kept_beside(path, fingerprint, run)
+                extra = kept if kept is not None else _beside(run, _refined_for(key), network, objective,
+                                                               backend, replicas, metric)
+            iterations, values = trajectories(network, objective, method, run + list(extra), budget, metric,
+                                              seed=tune_seed, repeats=replicas, backend=backend, checkpoint=path,
+                                              keep=True, rep_offset=rep_offset, **shown)
+            finished.append(path)
+            if values is not None and (extra or served):
+                ran = {lr: values[:, k * replicas:(k + 1) * replicas] for k, lr in enumerate(run + list(extra))}
+                spare.update((lr, (iterations, ran[lr])) for lr in extra)
+                ran.update((lr, block) for lr, (_, block) in served.items())
+                values = np.concatenate([ran[lr] for lr in rates], axis=1)
         record["iterations"] = [int(k) for k in iterations]
 
         def _arrived(lr, curve):
@@ -1370,9 +1400,25 @@ def tune(network, objective, method, budget, metric, *, seed=0, backend="auto", 
                               redraws=draws(network), exact=exact)
     except NoStableRate:
         forget()
+        _remember_refined(key, record)
         raise
     forget()
+    _remember_refined(key, record)
     return chosen
+
+
+def _remember_refined(key, record):
+    """File the rates that ``record``'s first refinement ran (its "refine" stages right after the grid) under the
+    problem ``key`` (:data:`_REFINED`): the next tuning of the problem runs them beside its grid."""
+    names = [entry["name"] for entry in record.get("stages", ())]
+    if key is None or names[:1] != ["grid"] or names[1:2] != ["refine"]:
+        return
+    rates = []
+    for entry in record["stages"][1:]:
+        if entry["name"] != "refine":
+            break
+        rates += [float(lr) for lr in entry["scores"]]
+    _REFINED[:] = [(key, tuple(rates))]  # (one problem at a time: a comparison's)
 
 
 def _short_climb(iterations, typical, converged=CONVERGED):
@@ -2023,6 +2069,73 @@ def _failed_on(iterations, values, rates, replicas, converged=CONVERGED):
         if why and why.startswith(("grew", "diverged", "ran off")):
             failed[f"{lr:g}"] = float(end) if math.isfinite(end) else None
     return failed
+
+
+def _problem_key(network, objective, budget, metric, seed, grid, replicas):
+    """What :data:`_REFINED` files a tuning under: its problem (the objects themselves, held weakly: a comparison's
+    methods share them, and another problem is never taken for one that is gone), budget, metric, streams and grid;
+    only how fast a tuning runs depends on it, never what it chooses. None where the objects cannot be held so."""
+    try:
+        held = (weakref.ref(network), weakref.ref(objective))
+    except TypeError:
+        return None
+    return held + (budget, str(getattr(metric, "name", metric)), seed, tuple(grid), replicas)
+
+
+def _refined_for(key):
+    """The rates :data:`_REFINED` holds for the problem ``key`` (:func:`_problem_key`), else none."""
+    if key is None:
+        return ()
+    for (network, objective, *rest), rates in _REFINED:
+        if network() is key[0]() is not None and objective() is key[1]() is not None and tuple(rest) == key[2:]:
+            return rates
+    return ()
+
+
+def _beside(rates, planned, network, objective, backend, replicas, metric):
+    """The rates of ``planned`` (the last refinement of the same problem, :data:`_REFINED`) not in ``rates`` that the
+    grid's block may run beside its own. Every rate of a block runs on the streams it would run on alone, and its
+    replicas' arithmetic is their own (``tests/test_tune_beside.py``: the default comparison's 19 methods, bit for
+    bit), except where a replica's position in the block counts: a message layer's draws and a network's draws of
+    its links (none run beside then), and a metric of the user's, called with each replica's index (none either);
+    none under MPI or on a device, where that is not checked, or where they would add more than
+    :data:`BESIDE_BYTES` of iterates."""
+    from .._device import is_device_array
+
+    extra = [lr for lr in planned if lr not in rates]
+    if not extra or backend not in ("auto", "cpu") or not isinstance(metric, str) or hasattr(network, "encode") \
+            or draws(network):
+        return []
+    if backend == "auto" and any(is_device_array(v) for v in vars(objective).values()):
+        return []
+    d, n = getattr(objective, "d", None), getattr(network, "n", None)
+    if not isinstance(d, (int, np.integer)) or not isinstance(n, (int, np.integer)) \
+            or 16 * 8 * int(n) * int(d) * replicas * len(extra) > BESIDE_BYTES:
+        return []
+    return extra
+
+
+def _kept_beside(path, fingerprint, rates):
+    """The rates a kept run of this stage (its checkpoint or its finished trajectories at ``path``) ran beside
+    ``rates``, where one did (an interrupted tuning resumed in another process: the run goes on as it was); else
+    None."""
+    if not path:
+        return None
+    ours = json.loads(fingerprint)
+    for file, key in ((_stage_path(path), "fingerprint"), (path, "tuning/fingerprint")):
+        if not os.path.isfile(file):
+            continue
+        try:
+            with open(file, "rb") as fh, np.load(fh, allow_pickle=False) as data:
+                theirs = json.loads(str(data[key]))
+        except DAMAGED + (json.JSONDecodeError,):
+            continue
+        ran = theirs.get("rates", [])
+        if (isinstance(ran, list) and len(ran) >= len(rates) and ran[:len(rates)] == ours["rates"]
+                and {k: v for k, v in theirs.items() if k != "rates"} == {k: v for k, v in ours.items()
+                                                                           if k != "rates"}):
+            return ran[len(rates):]  # (none: it ran them alone)
+    return None
 
 
 def _stage_checkpoint(checkpoint_dir, label, k):
