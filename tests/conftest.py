@@ -278,6 +278,17 @@ def rng():
     return np.random.default_rng(12345)
 
 
+@pytest.fixture(autouse=True)
+def _no_refinement_remembered(monkeypatch):
+    """Every test starts with no tuning's refinement remembered (the tuner runs the last one of the same problem
+    beside its next grid, ``compare.tuning._REFINED``, process-wide): a test that counts a tuning's runs passed
+    alone and failed after another test had tuned its module's problem (helper 249)."""
+    tuning = sys.modules.get("rowstoch_fast.compare.tuning")  # (not imported: nothing remembered; and a test of
+    # what an import loads is left as it was)
+    if tuning is not None:
+        monkeypatch.setattr(tuning, "_REFINED", [])
+
+
 @pytest.fixture(scope="session")
 def cuda_on_host(tmp_path_factory):
     """kernels.cu built for the host (tests/cuda_on_host.cpp): the CUDA logic, run without a GPU."""

@@ -723,6 +723,34 @@ def test_the_tuner_goes_above_the_largest_rate_tried_while_it_is_stable_and_gett
     assert tuning._above_the_top({1.0: 1e-9, edge: 1e-8}, 1.0, {edge: falling}, iterations, cmp.TUNE_GRID) == []
 
 
+def test_the_tuner_goes_above_its_top_rate_a_few_stages_at_most_without_a_new_best():
+    """Helper 249's ADMM on a ring of 8: its top rate, 10, ended 1.2e-4 against 8.5e-9 a step down, creeping down
+    less than 1% over its tail, and the tuner went on above it to 1e9, 16 stages, its choice unchanged. At most
+    ABOVE_STAGES such stages run without a new best."""
+    start, iterations = 1.0, list(range(0, 520, 20))
+    scores, ends, arrival, finals, names = {}, {}, {}, {}, []
+    record = {"replicas": 1, "stages": []}
+
+    def stage(name, rates, rep_offset=0, replicas=1, may_set_aside=False):
+        names.append(name)
+        entry = {"name": name, "scores": {}, "rejected": {}, "ends": {}, "curves": {}}
+        record["iterations"] = iterations
+        for lr in rates:
+            end = 1e-8 * (1 + abs(math.log10(lr / 0.316))) if lr < 5 else 0.19  # (a valley, then a creeping plateau)
+            scores[lr] = ends[lr] = entry["scores"][lr] = entry["ends"][lr] = end
+            finals[lr] = [end]
+            entry["curves"][lr] = [start] + [end * (1.0 + 0.004 * (len(iterations) - 1 - i))
+                                             for i in range(1, len(iterations))]
+        record["stages"].append(entry)
+        return True
+
+    method = cmp.make_plan(topology.exponential(4), Quadratic.random(4, d=2, seed=0), "dsgd", 10).methods[0]
+    lr, _ = tuning._tune_stages(stage, scores, arrival, ends, finals, record, cmp.TUNE_GRID, method, None,
+                                exact=True)
+    assert abs(math.log10(lr / 0.316)) < 0.2
+    assert names.count("past the edge") == tuning.ABOVE_STAGES, names
+
+
 def test_after_a_confirmation_the_rate_is_chosen_among_the_contenders():
     """bench/tuner_check.py's lossy Push-Pull: on two streams 0.56 ends lowest and 0.32 cannot be told apart from
     it; on eight, 0.56 climbs (unstable) and 0.32 ends at 0.0853, just above 0.18's 0.0853 on two streams, which

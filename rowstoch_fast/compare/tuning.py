@@ -211,6 +211,12 @@ LATER_EXTENSIONS = 16
 #: not the best (:func:`_above_the_top`): helper 248's FROST on the default comparison's problem sat at 0.0558 +- 0.3%
 #: from 1 to 1000 (30x above its best, 0.0042), and a top 0.1% lower than its neighbour had run four stages more.
 ABOVE_GAIN = 1.1
+#: The most stages above the largest rate tried (:func:`_above_the_top`) without a new best: helper 249's ADMM, its
+#: top 10 at 1.2e-4 against 8.5e-9 a step down, creeping down less than 1% over its tail, had been sent up to 1e9,
+#: 16 stages more, its choice unchanged; three (a decade and a half) lost helper 245's 400-round Push-Pull, ADD-OPT,
+#: Push-DIGing and ABm on separable data (a bump of worse rates from 17.8 to ~2,000, rounding past it), and a bound
+#: on the top's distance above the next rate down (tenfold) lost its Pull-Diag-GT, FROST and ABm there.
+ABOVE_STAGES = 6
 #: How much lower the best rate, outermost, must end than its neighbour for the steps past the edge to go on after
 #: :data:`MAX_EXTENSIONS` (:func:`_edge_gains`): the 1.25 a tuned rate may miss the best by.
 EDGE_GAIN = 1.25
@@ -988,7 +994,8 @@ def _above_the_top(scores, best, curves, iterations, grid):
     grid) where that rate is stable, though not the best (``best``; at the edge the steps past it are
     :func:`_refinements`'), and still getting better: it ends :data:`ABOVE_GAIN` times below the next rate down
     (stable), or its trajectory (``curves[lr]`` at ``iterations``) still falls over its last :data:`TAIL`, at every
-    record and on a line (:func:`rising`); else ``[]``. Between
+    record and on a line (:func:`rising`); else ``[]``. (:func:`_tune_stages` runs :data:`ABOVE_STAGES` of them at
+    most without a new best.) Between
     the best and a rate that ends higher the tuner refines, and it goes no higher: what ends worse past the best
     ends worse still further up, where the rates ending worse are the ones that oscillate, a noise floor that grows
     with the rate, or a drift. Not where the ending worse is a transient that larger rates pass sooner (helper 245:
@@ -1333,7 +1340,7 @@ def tune(network, objective, method, budget, metric, *, seed=0, backend="auto", 
                 fingerprint = _fingerprint(method, run, budget, getattr(metric, "name", metric), tune_seed,
                                            replicas, objective, rep_offset)
                 kept = _kept_beside(path, fingerprint, run)
-                extra = kept if kept is not None else _beside(run, _refined_for(key), network, objective,
+                extra = kept if kept is not None else _beside(run, _refined_for(key), method, network, objective,
                                                                backend, replicas, metric)
             iterations, values = trajectories(network, objective, method, run + list(extra), budget, metric,
                                               seed=tune_seed, repeats=replicas, backend=backend, checkpoint=path,
@@ -1595,13 +1602,17 @@ def _tune_stages(stage, scores, arrival, ends, finals, record, grid, method, log
         if not more:
             break
         stage("search", more)
+    above, above_best = 0, None  # (_above_the_top's stages: ABOVE_STAGES at most without a new best)
     for extension in range(MAX_EXTENSIONS + LATER_EXTENSIONS + 1):
         stable = {lr: s for lr, s in scores.items() if math.isfinite(s)}
         if not stable:
             break
         best = _best(stable, arrival)
         if extension > 0 and best not in (min(scores), max(scores)):
-            more = _above_the_top(scores, best, _last_curves(record), record.get("iterations"), grid)
+            above = above + 1 if best == above_best else 1  # (the stages above the top since the best last moved)
+            above_best = best
+            more = _above_the_top(scores, best, _last_curves(record), record.get("iterations"), grid) \
+                if above <= ABOVE_STAGES else []
             if not more:
                 break
             stage("past the edge", more)  # (the largest rate tried still stable and getting better: above it)
@@ -2092,18 +2103,21 @@ def _refined_for(key):
     return ()
 
 
-def _beside(rates, planned, network, objective, backend, replicas, metric):
+def _beside(rates, planned, method, network, objective, backend, replicas, metric):
     """The rates of ``planned`` (the last refinement of the same problem, :data:`_REFINED`) not in ``rates`` that the
     grid's block may run beside its own. Every rate of a block runs on the streams it would run on alone, and its
     replicas' arithmetic is their own (``tests/test_tune_beside.py``: the default comparison's 19 methods, bit for
     bit), except where a replica's position in the block counts: a message layer's draws and a network's draws of
     its links (none run beside then), and a metric of the user's, called with each replica's index (none either);
     none under MPI or on a device, where that is not checked, or where they would add more than
-    :data:`BESIDE_BYTES` of iterates."""
+    :data:`BESIDE_BYTES` of iterates; none for a method of per-sample gradients (the SAGA family: its table of every
+    sample, m times the iterates, had been left out of that bound, and a tuning that fit alone ran out of memory
+    beside, helper 249). Checked bit for bit: 4 methods in the tests, every registered method on directed and
+    undirected problems of d = 10 and 100 in a sweep (bench/RESULTS.md 89e)."""
     from .._device import is_device_array
 
     extra = [lr for lr in planned if lr not in rates]
-    if not extra or backend not in ("auto", "cpu") or not isinstance(metric, str) or hasattr(network, "encode") \
+    if not extra or not _batch_gradients(method) or backend not in ("auto", "cpu") or not isinstance(metric, str) or hasattr(network, "encode") \
             or draws(network):
         return []
     if backend == "auto" and any(is_device_array(v) for v in vars(objective).values()):
