@@ -101,6 +101,16 @@ def test_no_rate_runs_beside_where_a_replicas_position_counts(problem):
     # GT-SAGA, 2,000 samples a node: 51 MB beside the grid's 141, estimated at 0.4 MB)
     assert tuning._beside(grid, planned, Method("gt-saga", "gt-saga", 1, {}), A, f, "auto", 2,
                           "grad_norm_mean") == []
+    # nor for a method whose replicas share a loop (ADMM's Newton solve runs until every replica converged: 1.4e-16
+    # apart on a logistic objective), nor on an objective of the user's (its arithmetic unchecked)
+    assert tuning._beside(grid, planned, Method("admm", "admm", 1, {}), A, f, "auto", 2, "grad_norm_mean") == []
+    from rowstoch_fast.objectives import NonconvexLogistic
+
+    class Mine(NonconvexLogistic):
+        pass
+
+    assert tuning._beside(grid, planned, dsgd, A, Mine.synthetic(8, total=1600, batch=20, seed=0), "auto", 2,
+                          "grad_norm_mean") == []
 
 
 def test_a_tuning_resumed_in_a_fresh_process_goes_on_with_the_rates_its_grid_ran_beside(problem, tmp_path,

@@ -2112,12 +2112,13 @@ def _beside(rates, planned, method, network, objective, backend, replicas, metri
     none under MPI or on a device, where that is not checked, or where they would add more than
     :data:`BESIDE_BYTES` of iterates; none for a method of per-sample gradients (the SAGA family: its table of every
     sample, m times the iterates, had been left out of that bound, and a tuning that fit alone ran out of memory
-    beside, helper 249). Checked bit for bit: 4 methods in the tests, every registered method on directed and
+    beside, helper 249); none where the replicas may share a loop (:func:`_own_arithmetic`). Checked bit for bit: 4 methods in the tests, every registered method on directed and
     undirected problems of d = 10 and 100 in a sweep (bench/RESULTS.md 89e)."""
     from .._device import is_device_array
 
     extra = [lr for lr in planned if lr not in rates]
-    if not extra or not _batch_gradients(method) or backend not in ("auto", "cpu") or not isinstance(metric, str) or hasattr(network, "encode") \
+    if not extra or not _batch_gradients(method) or not _own_arithmetic(method, objective) \
+            or backend not in ("auto", "cpu") or not isinstance(metric, str) or hasattr(network, "encode") \
             or draws(network):
         return []
     if backend == "auto" and any(is_device_array(v) for v in vars(objective).values()):
@@ -2127,6 +2128,23 @@ def _beside(rates, planned, method, network, objective, backend, replicas, metri
             or 16 * 8 * int(n) * int(d) * replicas * len(extra) > BESIDE_BYTES:
         return []
     return extra
+
+
+#: The package's methods whose replicas share a loop over the block (ADMM's local solve, Newton's for a logistic
+#: objective, iterates until every replica of the block has converged: a rate's last bits depend on the rates beside
+#: it, 1.4e-16 on an undirected ring of 8): none run beside the grid (:func:`_beside`).
+BLOCKWISE = frozenset({"admm"})
+
+
+def _own_arithmetic(method, objective):
+    """Whether every replica of ``method`` on ``objective`` computes what it would alone, whatever the block: a
+    method of the package not in :data:`BLOCKWISE`, on an objective of the package (a method, an objective or a
+    regularizer of the user's may compute across the block: unchecked, so none run beside)."""
+    from ..algorithms import REGISTRY
+
+    cls = REGISTRY.get(getattr(method, "method", None))
+    return (cls is not None and cls.__module__.startswith("rowstoch_fast.algorithms.")
+            and method.method not in BLOCKWISE and type(objective).__module__ == "rowstoch_fast.objectives")
 
 
 def _kept_beside(path, fingerprint, rates):
