@@ -790,6 +790,9 @@ def test_after_a_confirmation_the_rate_is_chosen_among_the_contenders():
                           if name == "confirm" and 0.3162 in rates]
     assert [(offset, count) for name, rates, offset, count in stages if rates == [0.1778] and offset] == \
         contenders_streams  # (the same draws and streams, none other)
+    refined = record["retested"].pop("refined")  # (the rates around it, on the grid's streams: rejected there, they
+    # run on no draw)
+    assert refined and [s for s in stages if s[1] == refined] == [("refine", refined, 0, 2)] and stages[-1][1] == refined
     assert record["retested"] == {"rates": [0.1778], "streams": [[a, a + b] for a, b in contenders_streams],
                                   "stayed": [0.1778]}
     # where it fails there too, no rate is stable (helper 183: choosing a contender those streams had rejected, by
@@ -825,6 +828,42 @@ def test_the_retest_runs_the_five_largest_rates_below_on_each_judged_draw_while_
     assert stayed == {3e-3: 0.4, 1e-3: 0.4, 1e-4: 0.4}
     assert record["retested"] == {"rates": [0.03, 0.01, 3e-3, 1e-3, 1e-4], "streams": [[4, 7], [9, 11]],
                                   "stayed": [1e-4, 1e-3, 3e-3]}
+
+
+def test_the_retest_refines_around_the_best_rate_that_stayed_on_the_same_streams():
+    """Helper 245's FROST (directed exponential graph of 16, separable logistic data, mini-batches): its best, a
+    valley of large rates (10 .. 17.8), ran off on the confirmation's draws, the grid's 1.0 on the retest's, and
+    the grid's 0.316 was chosen untouched, 2.05x above 0.422 over 20 repetitions. The rates around the best that
+    stayed (tuning._around_retested: the midpoints with its neighbours, and halfway to them) run on the grid's
+    streams and then on each judged draw of the retest, and the choice is among all of them."""
+    inf = math.inf
+
+    def value(lr, confirm):  # (a valley at 0.42 below an edge at 0.5 that the grid's two streams do not show)
+        if lr >= 2.0:
+            return inf if confirm else {10.0: 3e-8, 13.3352: 3.1e-8}.get(lr, inf)
+        return inf if confirm and lr >= 0.5 else 1e-5 * (1 + 20 * math.log(lr / 0.421696) ** 2)
+
+    scores, ends, arrival, finals, stages = {}, {}, {}, {}, []
+
+    def stage(name, rates, rep_offset=0, replicas=2, may_set_aside=False):
+        stages.append((name, list(rates), rep_offset, replicas))
+        for lr in rates:
+            score = value(lr, name == "confirm")
+            scores[lr] = ends[lr] = score
+            finals[lr] = [score * 0.89, score * 1.11] if math.isfinite(score) else [inf]
+
+    method = cmp.make_plan(topology.exponential(4), Quadratic.random(4, d=2, seed=0), "frost", 10).methods[0]
+    record = {"replicas": 2, "stages": []}
+    lr, _ = tuning._tune_stages(stage, scores, arrival, ends, finals, record, cmp.TUNE_GRID, method, None)
+    assert lr == 0.421696  # (it had been the grid's 0.316, 2.66x above it here)
+    retested, refined = record["retested"], [0.177828, 0.237137, 0.421696, 0.562341]  # (0.316's midpoints with 0.1
+    # and 1.0, and halfway to them)
+    assert retested["refined"] == refined and retested["stayed"][-1] == pytest.approx(0.316228)
+    # the rates below the contenders on the confirmation's draw (1.0 fails there), then the rates around 0.316 on the
+    # grid's streams and on that draw, in runs no wider than a confirmation's (0.562 fails there too)
+    assert retested["streams"] == [[2, 8]] and 1.0 in retested["rates"]
+    assert stages[-4:] == [("confirm", retested["rates"], 2, 6), ("refine", refined, 0, 2),
+                           ("confirm", refined[:3], 2, 6), ("confirm", refined[3:], 2, 6)]
 
 
 def test_on_the_draws_of_a_lossy_network_a_rate_below_the_contenders_runs_there_before_it_is_chosen():
@@ -955,13 +994,15 @@ def test_a_draw_on_which_every_contender_grows_is_set_aside_and_replaced(problem
     assert "set aside: every contender grew or diverged on that draw" in said[-1]
     json.dumps(cmp.outputs.json_tuning({"dsgd": record}))  # (lr.json holds it)
     calls.clear()  # every confirmation draw bad: the third is judged (every contender rejected, as before), and
-    # the rate below them, which stays stable on it, is chosen after it ran there
+    # the rate below them, which stays stable on it, and the rates around it, run there, are chosen among
     monkeypatch.setattr(tuning, "trajectories", fake(set(range(2, 200))))
     lr, record = tuning.tune(A, f, method, 100, "grad_norm_mean", grid=grid)
-    assert len(record["set_aside"]) == tuning.SET_ASIDE_MAX == 2 and lr == 0.001
-    assert record["retested"]["stayed"] == [0.001]
+    assert len(record["set_aside"]) == tuning.SET_ASIDE_MAX == 2 and record["retested"]["stayed"] == [0.001]
+    assert lr == 0.00316228 and lr in record["retested"]["refined"]  # (the midpoint with 0.01, below the rates that
+    # grow: level with 0.001 on every stream, the larger)
     judged = [c for c in calls if c[1] > 0 and 0.1 in c[0]][2:]  # (the first two: the draws set aside)
     assert [c[1:] for c in calls if c[0] == (0.001,) and c[1] > 0] == [c[1:] for c in judged]
+    assert [c[1:] for c in calls if lr in c[0] and c[1] > 0] == [c[1:] for c in judged]  # (the same draws)
 
     def one_left(network, objective, method, rates, budget, metric, *, seed, repeats=1, rep_offset=0, **kw):
         iterations, values = fake(set())(network, objective, method, rates, budget, metric, seed=seed,
