@@ -641,6 +641,32 @@ def test_the_floor_of_a_narrow_valley_is_confirmed_where_two_streams_agree_every
     assert tuning._valley_floor(0.0205352, {0.0205352: 0.0104, 0.0220673: 0.01044}, alike, 0.0) == ([0.0205352], 0.0)
 
 
+def _tuned_on(landscape, curve, iterations):
+    """``(rate, stage names, scores)`` of an exact tuning (one replica, whole-data gradients) of a method whose final
+    value at each rate is ``landscape(lr)`` (inf: rejected) and whose trajectory ``curve(lr, end)``."""
+    scores, ends, arrival, finals, names = {}, {}, {}, {}, []
+    record = {"replicas": 1, "stages": []}
+
+    def stage(name, rates, rep_offset=0, replicas=1, may_set_aside=False):
+        names.append(name)
+        entry = {"name": name, "scores": {}, "rejected": {}, "ends": {}, "curves": {}}
+        record["iterations"] = iterations
+        for lr in rates:
+            end = landscape(lr)
+            scores[lr] = ends[lr] = entry["scores"][lr] = entry["ends"][lr] = end
+            finals[lr] = [end]
+            entry["curves"][lr] = curve(lr, end)
+            if not math.isfinite(end):
+                entry["rejected"][lr] = "no progress"
+        record["stages"].append(entry)
+        return True
+
+    method = cmp.make_plan(topology.exponential(4), Quadratic.random(4, d=2, seed=0), "dsgd", 10).methods[0]
+    lr, _ = tuning._tune_stages(stage, scores, arrival, ends, finals, record, cmp.TUNE_GRID, method, None,
+                                exact=True)
+    return lr, names, scores
+
+
 def test_the_tuner_goes_above_the_largest_rate_tried_while_it_is_stable_and_getting_better():
     """Helper 245's Push-Pull on linearly separable logistic data (lam = 1e-5, 4 nodes of one class each, whole-data
     gradients, 5,000 rounds): every rate of the grid up to 10 was stable, the refinement's 17.8 ended 2.5e-5 and its
@@ -673,26 +699,8 @@ def test_the_tuner_goes_above_the_largest_rate_tried_while_it_is_stable_and_gett
             return [start * (end / start) ** (i / (k - 1)) for i in range(k)]
         return [start] + [max(end, start * (end / start) ** (2 * i / (k - 1))) for i in range(1, k)]  # (levelled)
 
-    scores, ends, arrival, finals, names = {}, {}, {}, {}, []
-    record = {"replicas": 1, "stages": []}
-
-    def stage(name, rates, rep_offset=0, replicas=1, may_set_aside=False):
-        names.append(name)
-        entry = {"name": name, "scores": {}, "rejected": {}, "ends": {}, "curves": {}}
-        record["iterations"] = iterations
-        for lr in rates:
-            end = landscape(lr)
-            scores[lr] = ends[lr] = entry["scores"][lr] = entry["ends"][lr] = end
-            finals[lr] = [end]
-            entry["curves"][lr] = curve(lr, end) if math.isfinite(end) else [start, inf]
-            if not math.isfinite(end):
-                entry["rejected"][lr] = "no progress"
-        record["stages"].append(entry)
-        return True
-
-    method = cmp.make_plan(topology.exponential(4), Quadratic.random(4, d=2, seed=0), "push-pull", 10).methods[0]
-    lr, _ = tuning._tune_stages(stage, scores, arrival, ends, finals, record, cmp.TUNE_GRID, method, None,
-                                exact=True)
+    lr, names, scores = _tuned_on(landscape, lambda lr, end: curve(lr, end) if math.isfinite(end) else [start, inf],
+                                  iterations)
     assert lr >= 56.2 and landscape(lr) == 3.4e-16  # (at rounding; it had been 6.04, 1.3e-7)
     assert max(scores) <= 10.0 * 10.0 ** tuning.SEARCH_DECADES * (1 + 1e-6)
     # the rule alone: the largest rate tried, stable, not the best, getting better
@@ -727,26 +735,11 @@ def test_the_tuner_goes_above_its_top_rate_a_few_stages_at_most_without_a_new_be
     """Helper 249's ADMM on a ring of 8: its top rate, 10, ended 1.2e-4 against 8.5e-9 a step down, creeping down
     less than 1% over its tail, and the tuner went on above it to 1e9, 16 stages, its choice unchanged. At most
     ABOVE_STAGES such stages run without a new best."""
-    start, iterations = 1.0, list(range(0, 520, 20))
-    scores, ends, arrival, finals, names = {}, {}, {}, {}, []
-    record = {"replicas": 1, "stages": []}
-
-    def stage(name, rates, rep_offset=0, replicas=1, may_set_aside=False):
-        names.append(name)
-        entry = {"name": name, "scores": {}, "rejected": {}, "ends": {}, "curves": {}}
-        record["iterations"] = iterations
-        for lr in rates:
-            end = 1e-8 * (1 + abs(math.log10(lr / 0.316))) if lr < 5 else 0.19  # (a valley, then a creeping plateau)
-            scores[lr] = ends[lr] = entry["scores"][lr] = entry["ends"][lr] = end
-            finals[lr] = [end]
-            entry["curves"][lr] = [start] + [end * (1.0 + 0.004 * (len(iterations) - 1 - i))
-                                             for i in range(1, len(iterations))]
-        record["stages"].append(entry)
-        return True
-
-    method = cmp.make_plan(topology.exponential(4), Quadratic.random(4, d=2, seed=0), "dsgd", 10).methods[0]
-    lr, _ = tuning._tune_stages(stage, scores, arrival, ends, finals, record, cmp.TUNE_GRID, method, None,
-                                exact=True)
+    iterations = list(range(0, 520, 20))
+    lr, names, _ = _tuned_on(
+        lambda lr: 1e-8 * (1 + abs(math.log10(lr / 0.316))) if lr < 5 else 0.19,  # (a valley, a creeping plateau)
+        lambda lr, end: [1.0] + [end * (1.0 + 0.004 * (len(iterations) - 1 - i)) for i in range(1, len(iterations))],
+        iterations)
     assert abs(math.log10(lr / 0.316)) < 0.2
     assert names.count("past the edge") == tuning.ABOVE_STAGES, names
 
