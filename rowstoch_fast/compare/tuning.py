@@ -995,10 +995,9 @@ def _above_the_top(scores, best, curves, iterations, grid):
     :func:`_refinements`'), and still getting better: it ends :data:`ABOVE_GAIN` times below the next rate down
     (stable), or its trajectory (``curves[lr]`` at ``iterations``) still falls over its last :data:`TAIL`, at every
     record and on a line (:func:`rising`); else ``[]``. (:func:`_tune_stages` runs :data:`ABOVE_STAGES` of them at
-    most without a new best.) Between
-    the best and a rate that ends higher the tuner refines, and it goes no higher: what ends worse past the best
-    ends worse still further up, where the rates ending worse are the ones that oscillate, a noise floor that grows
-    with the rate, or a drift. Not where the ending worse is a transient that larger rates pass sooner (helper 245:
+    most without a new best.) Between the best and a rate that ends higher the tuner refines, and it goes no higher:
+    what ends worse past the best ends worse still further up, where the rates ending worse are the ones that
+    oscillate, a noise floor that grows with the rate, or a drift. Not where the ending worse is a transient that larger rates pass sooner (helper 245:
     Push-Pull on linearly separable logistic data with lam = 1e-5 ended 1.3e-7 at its tuned 6.04, 2.5e-5 at 17.8
     and 4.8e-6 at 31.6, the largest rate tried, still falling fast at the end, and at rounding from 100 on; the
     tuner had stopped at 31.6: 39x over 20 repetitions on mini-batches). Where it runs, a rate above is rejected
