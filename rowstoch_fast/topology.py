@@ -423,12 +423,23 @@ def paper_graphs():
     >>> round(g["grid"].metrics().kappa, 4)
     6.2493
     """
-    return {
+    return _PaperGraphs({
         "ring": paper_ring(16),
         "grid": MixingMatrix(_paper_grid(), normalize=True),
         "geometric": MixingMatrix(_paper_geometric(), normalize=True),
         "nearest_neighbor": MixingMatrix(_paper_nearest_neighbor(), normalize=True),
-    }
+    })
+
+
+class _PaperGraphs(dict):
+    """:func:`paper_graphs`'s dict, whose missing key names the four (a bare ``KeyError: 'rign'`` had said nothing
+    of them, helper 246)."""
+
+    def __missing__(self, key):
+        from ._checks import did_you_mean
+
+        raise KeyError(f"{key!r} is not one of the paper's graphs{did_you_mean(str(key), list(self))}: "
+                       f"{', '.join(self)}")
 
 
 def paper_ring(n=16):

@@ -580,6 +580,24 @@ def test_paper_graphs_refuse_another_n():
     assert_one_line_error(rc, err, "16-node")
 
 
+def test_a_paper_graph_misnamed_is_told_the_four():
+    """Helper 246: ``paper_graphs()["rign"]`` was a bare ``KeyError: 'rign'``."""
+    from rowstoch_fast import topology
+
+    graphs = topology.paper_graphs()
+    with pytest.raises(KeyError, match=r"'rign' is not one of the paper's graphs \(did you mean 'ring'\?\): ring, "
+                                       r"grid, geometric, nearest_neighbor"):
+        graphs["rign"]
+    assert graphs.get("rign") is None and sorted(graphs) == ["geometric", "grid", "nearest_neighbor", "ring"]
+
+
+def test_a_misspelt_algorithm_is_told_the_name_first():
+    """Helper 246: ``Algorithm(method="pushpull")``'s "did you mean" came after a list of 52 names."""
+    with pytest.raises(ValueError, match=r"^method must be a registered algorithm, got 'pushpull' \(did you mean "
+                                         r"'push-pull'\?\): one of abm, "):
+        Algorithm(topology.ring(4), lr=0.01, method="pushpull")
+
+
 def test_closed_pipe_is_quiet():
     cmd = f"{ROWSTOCH or sys.executable + ' -m rowstoch_fast.cli'} metrics --n 64 | head -c 10"
     out = subprocess.run(["bash", "-c", cmd], capture_output=True, text=True, timeout=hang_limit(120))
