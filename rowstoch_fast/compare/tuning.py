@@ -1674,8 +1674,7 @@ def _tune_stages(stage, scores, arrival, ends, finals, record, grid, method, log
             # every contender turned out unstable, the rates below them on the same draws: :func:`_retested`, and
             # the rates around the best of those: :func:`_around_retested`)
             stable = ({lr: scores[lr] for lr in rivals if math.isfinite(scores[lr])}
-                      or _around_retested(stage, scores, ends, arrival, _retested(
-                          stage, scores, ends, before, rivals, judged, record), judged, record, grid))
+                      or _around_retested(stage, scores, ends, arrival, before, rivals, judged, record, grid))
     elif record.get("replicas", 1) > 1:
         # no rate stable on two streams that cannot tell: the lowest-ending rates run on more streams, judged on
         # all of them (a noisy good rate can look unstable or without progress on two; and where none is stable
@@ -1712,8 +1711,7 @@ def _tune_stages(stage, scores, arrival, ends, finals, record, grid, method, log
             if kept is not False:
                 judged.append((offset, replicas))
         confirmed = {lr: scores[lr] for lr in rivals if math.isfinite(scores[lr])}
-        stable = confirmed or _around_retested(stage, scores, ends, arrival, _retested(
-            stage, scores, ends, before, rivals, judged, record), judged, record, grid)
+        stable = confirmed or _around_retested(stage, scores, ends, arrival, before, rivals, judged, record, grid)
     if not stable:
         exc = NoStableRate(f"tune: {method.label} diverged, grew, made no progress or was unstable at every learning "
                            f"rate tried ({min(scores):g} .. {max(scores):g}); give its lr (--lr {method.label}=VALUE)")
@@ -2071,8 +2069,8 @@ def _retested(stage, scores, ends, before, rivals, judged, record):
     return stayed
 
 
-def _around_retested(stage, scores, ends, arrival, stayed, judged, record, grid):
-    """The rates of :func:`_retested` that ``stayed`` stable, and the rates around the best of them as the first
+def _around_retested(stage, scores, ends, arrival, before, rivals, judged, record, grid):
+    """The rates of :func:`_retested` (its arguments) that stayed stable, and the rates around the best of them as the first
     refinement runs them around the grid's best (the midpoints with its neighbours among the rates tried, a grid
     step past the edge of what was tried, and halfway to each): run on the grid's streams, then on each judged draw
     of ``judged`` while they have not diverged (``ends``; in runs no wider than the grid's, as :func:`_confirm`'s),
@@ -2084,6 +2082,7 @@ def _around_retested(stage, scores, ends, arrival, stayed, judged, record, grid)
     where 0.422 ends 1.11e-5 (2.05x) and 0.375 1.51e-5. Now 0.562, its midpoint with 1.0, is chosen (4.7e-6 on
     the nine streams): 1.38e-5 over 100 repetitions, 1.65x below 0.316 (0.487: 7.6e-6); 4 of the 100 end at
     7e-5 .. 4e-4, the others at 2.4e-6 .. 5.1e-6, and 2 of them among the first 20 (2.65e-5 there: 1.17x above)."""
+    stayed = _retested(stage, scores, ends, before, rivals, judged, record)
     if not stayed:
         return stayed
     best = _best(stayed, arrival)
