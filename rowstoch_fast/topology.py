@@ -178,14 +178,17 @@ def _undirected(n, u, v):
 
 
 @_both_kinds
-def grid(rows, cols):
-    """Undirected ``rows x cols`` grid (4-neighbour), in-degree weights.
+def grid(rows, cols=None):
+    """Undirected ``rows x cols`` grid (4-neighbour), in-degree weights. Both sides are given (``grid(4, 4)``:
+    16 nodes); :func:`by_name` (``by_name("grid", 16)``) builds the square grid of ``n`` nodes, as ``--topology
+    grid --n 16`` does.
 
     Examples
     --------
     >>> grid(2, 2).toarray()[0]
     array([0.33333333, 0.33333333, 0.33333333, 0.        ])
     """
+    _both_sides(rows, cols, "grid")
     rows = check_int(rows, "rows", minimum=1)
     cols = check_int(cols, "cols", minimum=1)
     _reserve(5 * rows * cols, f"grid({rows}, {cols})")
@@ -196,15 +199,17 @@ def grid(rows, cols):
 
 
 @_both_kinds
-def torus(rows, cols):
+def torus(rows, cols=None):
     """Undirected ``rows x cols`` torus: the grid with its rows and columns wrapped around, in-degree weights
-    (every node has 4 neighbours where ``rows, cols >= 3``, so the matrix is doubly stochastic).
+    (every node has 4 neighbours where ``rows, cols >= 3``, so the matrix is doubly stochastic). Both sides are
+    given, as for :func:`grid` (``by_name("torus", n)``: the square torus of ``n`` nodes).
 
     Examples
     --------
     >>> torus(3, 3).toarray()[0].round(2).tolist()
     [0.2, 0.2, 0.2, 0.2, 0.0, 0.0, 0.2, 0.0, 0.0]
     """
+    _both_sides(rows, cols, "torus")
     rows = check_int(rows, "rows", minimum=1)
     cols = check_int(cols, "cols", minimum=1)
     _reserve(5 * rows * cols, f"torus({rows}, {cols})")
@@ -213,6 +218,16 @@ def torus(rows, cols):
     v = np.concatenate([np.roll(idx, -1, axis=1).ravel(), np.roll(idx, -1, axis=0).ravel()])
     keep = u != v  # a side of length 1 wraps onto itself
     return _in_degree(rows * cols, *_undirected(rows * cols, u[keep], v[keep]))
+
+
+def _both_sides(rows, cols, name):
+    """Refuse ``name(rows)`` without ``cols`` in words that say what the sides are and where a grid of ``n``
+    nodes is built (helper 246: ``grid(10)``, as ``--topology grid --n 10`` reads, had met Python's "missing 1
+    required positional argument: 'cols'")."""
+    if cols is None:
+        raise TypeError(f"{name}(rows, cols) takes both sides of the {name} (e.g. {name}(4, 4): 16 nodes), got "
+                        f"{name}({rows!r}); by_name({name!r}, n) builds the square {name} of n nodes, as --topology "
+                        f"{name} --n n does")
 
 
 def _in_degree_if_connected(n, src, dst):
@@ -286,9 +301,17 @@ def nearest_neighbor(n, k=3, seed=None):
     raise ValueError(f"nearest_neighbor(n={n}, k={k}) stayed disconnected in {_MAX_TRIES} draws; use a larger k")
 
 
+def _edge_probability(n):
+    """The edge probability of :func:`erdos_renyi` where none is given (``--topology erdos_renyi``):
+    ``min(1, 2 ln n / n)``."""
+    return min(1.0, 2.0 * np.log(max(n, 2)) / n)
+
+
 @_both_kinds
-def erdos_renyi(n, p, seed=None, directed=True):
+def erdos_renyi(n, p=None, seed=None, directed=True):
     """Directed Erdos-Renyi graph (each ordered pair ``j -> i`` with probability ``p``), in-degree weights.
+    ``p=None``: the command line's ``min(1, 2 ln n / n)``, twice the threshold of
+    connectivity, ``ln n / n``.
 
     ``directed=False``: the undirected Erdos-Renyi graph (each unordered pair with probability ``p``), redrawn
     until connected as :func:`geometric` is.
@@ -306,7 +329,7 @@ def erdos_renyi(n, p, seed=None, directed=True):
     40
     """
     n = check_int(n, "n", minimum=1, maximum=MAX_NODES)
-    p = check_positive_float(p, "p")
+    p = check_positive_float(_edge_probability(n) if p is None else p, "p")
     if p > 1:
         raise ValueError(f"p must be in (0, 1], got {p}")
     _reserve(n + p * n * (n - 1), f"erdos_renyi({n}, p={p})")
@@ -630,7 +653,7 @@ def by_name(name, n, seed=0, undirected=False, weights="in-degree"):
                                                 **kw),
         "nearest_neighbor": lambda: nearest_neighbor(n, min(3, n - 1), seed=seed, **kw) if n > 1 else
         _too_few(),
-        "erdos_renyi": lambda: erdos_renyi(n, min(1.0, 2.0 * np.log(max(n, 2)) / n), seed=seed, **kw),
+        "erdos_renyi": lambda: erdos_renyi(n, seed=seed, **kw),
         "complete": lambda: complete(n, **kw),
         "star": lambda: star(n, **kw),
     }

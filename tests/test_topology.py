@@ -109,6 +109,23 @@ def test_erdos_renyi_repairs_disconnected_draws():
     A.metrics()  # primitive, so metrics exist
 
 
+def test_erdos_renyi_default_p_is_the_command_lines():
+    """``erdos_renyi(n, seed=...)`` draws with ``--topology erdos_renyi``'s edge probability (a new user had met
+    "missing 1 required positional argument: 'p'"): the same matrix as by_name's."""
+    A, B = topology.erdos_renyi(40, seed=3), topology.by_name("erdos_renyi", 40, seed=3)
+    assert np.array_equal(A.toarray(), B.toarray())
+    assert np.array_equal(A.toarray(), topology.erdos_renyi(40, 2 * np.log(40) / 40, seed=3).toarray())
+
+
+@pytest.mark.parametrize("name", ["grid", "torus"])
+def test_grid_with_one_side_says_both_and_where_n_is_built(name):
+    """``grid(10)``, as ``--topology grid --n 10`` reads, names both sides and by_name (Python's own words had
+    named only a missing 'cols')."""
+    with pytest.raises(TypeError, match=rf"{name}\(rows, cols\) takes both sides.*by_name\('{name}', n\)"):
+        getattr(topology, name)(10)
+    assert getattr(topology, name)(3, 3).n == 9
+
+
 def test_builder_argument_errors():
     with pytest.raises(ValueError, match="n must be >= 1"):
         topology.exponential(0)
