@@ -410,10 +410,15 @@ def draw(ax, frame, metric, x="rounds"):
         # the panel to 1e270 .. 1e286, and the runs ending near 5 were drawn flat at its floor), else of every one
         calm = frame["status"] != "diverged" if "status" in frame.columns else ~frame["diverged"].astype(bool)
         finished = calm if calm.any() else finished | True
-    values = frame.loc[finished, metric].to_numpy(dtype=np.float64)
     after = frame["iteration"] > 0
+    flat = _at_rounding_throughout(frame, metric, finished, after, linear)
+    if (finished & ~flat).any():  # (a run at rounding from its first record, centralized's consensus error of
+        # 1e-16 .. 1e-15, had stretched the panel over 14 decades, the decentralized runs' 1e-3 .. 1 in its top
+        # strip, helper 246: drawn at the bottom, "(at rounding)", as one that reached it is)
+        finished = finished & ~flat
+    values = frame.loc[finished, metric].to_numpy(dtype=np.float64)
     later = frame.loc[finished & after, metric].to_numpy(dtype=np.float64)
-    others = frame.loc[~finished & after, metric].to_numpy(dtype=np.float64)
+    others = frame.loc[~finished & ~flat & after, metric].to_numpy(dtype=np.float64)
     values, later, others = (v[np.isfinite(v) & (linear | (v > 0))] for v in (values, later, others))
     top = float(values.max()) if values.size else 1.0
     # the lowest record after the start sets the bottom (a consensus error starts at 0); a run that converged to
@@ -430,7 +435,7 @@ def draw(ax, frame, metric, x="rounds"):
         # ok run at 0 from its first step: the panel had run upside down, 2.3e-4 .. 1.6e-17, helper 230) the calm
         # other runs' records set the top; with none, the floor is the ok runs' rounding (a diverged run leaves it)
         calm = frame["status"] != "diverged" if "status" in frame.columns else ~frame["diverged"].astype(bool)
-        theirs = frame.loc[~finished & after & calm, metric].to_numpy(dtype=np.float64)
+        theirs = frame.loc[~finished & ~flat & after & calm, metric].to_numpy(dtype=np.float64)
         theirs = theirs[np.isfinite(theirs) & (theirs > 0)]
         if theirs.size:
             top = max(top, float(theirs.max()))
@@ -456,6 +461,9 @@ def draw(ax, frame, metric, x="rounds"):
         status = runs["status"].iloc[0] if "status" in runs.columns else (
             "diverged" if runs["diverged"].iloc[0] else "ok")
         note = "" if status in ("ok", "done") else f" ({status})"
+        rounds = int(runs["rounds_per_iteration"].iloc[0]) if "rounds_per_iteration" in runs.columns else 1
+        shown_name = f"{name} (R = {rounds})" if rounds > 1 else name  # (the table's R column: a figure pasted
+        # into a paper without it had left MG-Pull-Diag-GT's gossip rounds unsaid, helper 246)
         st = style(i)
         shown = np.clip(ys[:cut], floor, None)
         if not linear:  # records below the panel before the first inside it (a consensus error starting at 0 from a
@@ -468,8 +476,9 @@ def draw(ax, frame, metric, x="rounds"):
             # (a run below the panel throughout stays drawn at its floor: at rounding, 0 or under 1e-16 of the top)
         seen = ~np.isnan(shown)
         rounding = not linear and bool((seen & ~(ys[:cut] > 1e-16 * top)).any()) and bool((ys[:cut] > floor).any())
-        line = ax.plot(xs[:cut], shown, label=f"{name}, lr {runs['lr'].iloc[0]:.2g}{note}"
-                       + (" (to rounding)" if rounding else ""),  # (helper 202: centralized at -4.4e-16 read 2e-4)
+        throughout = bool(flat[runs.index].all()) and not flat.all()
+        line = ax.plot(xs[:cut], shown, label=f"{shown_name}, lr {runs['lr'].iloc[0]:.2g}{note}"
+                       + (" (to rounding)" if rounding or throughout else ""),  # (helper 202: centralized at -4.4e-16 read 2e-4)
                        markevery=max(1, len(shown) // 8), markersize=4.5, linewidth=1.4, **st)[0]
         if not linear:  # where a run's records fall below the panel's bottom after being in it (a run that did not
             # end ok, more than 3 decades below the others, or one that reached rounding): a triangle down at the
@@ -500,6 +509,47 @@ def draw(ax, frame, metric, x="rounds"):
         ax.xaxis.set_major_locator(MaxNLocator(nbins=X_TICKS, steps=[1, 2, 2.5, 5, 10], min_n_ticks=3))  # (a unit
         # widens each tick: "0 B50 kB100 kB150 kB" ran together at eight ticks, helper 219)
     ax.grid(True, which="major", alpha=0.3)
+
+
+#: A run whose records after its start all lie this far below the panel's other runs' top is at rounding
+#: throughout (:func:`_at_rounding_throughout`).
+ROUNDING_THROUGHOUT = 1e-12
+
+
+def _band_entry(frames):
+    """``(handle, label)`` of the legend entry that says what the shaded bands are, where some method of
+    ``frames`` ran more than one repetition; else None (helper 246: the bands had been explained nowhere in the
+    figure, only in the harness guide)."""
+    counts = sorted({int(n) for f in frames if {"rep", "algorithm"} <= set(f.columns) and len(f)
+                     for n in f.groupby("algorithm", sort=False)["rep"].nunique()})
+    if not counts or counts[-1] < 2:
+        return None
+    from matplotlib.patches import Patch
+
+    over = f"{counts[0]} repetitions" if len(counts) == 1 else "the repetitions"
+    return Patch(facecolor="0.55", alpha=0.3, linewidth=0), f"band: mean \N{PLUS-MINUS SIGN} 1 std over {over}"
+
+
+def _at_rounding_throughout(frame, metric, finished, after, linear):
+    """A mask of ``frame``'s rows: those of each method that ended ``ok`` (``finished``) whose every record after
+    the start (``after``) is 0 or at most :data:`ROUNDING_THROUGHOUT` times the largest record of the other ``ok``
+    methods: a consensus error at rounding from the first step (``centralized``, whose nodes hold one iterate).
+    Such a run does not set the panel's bottom. None of them on a linear panel."""
+    flat = finished & False
+    if linear or not finished.any():
+        return flat
+    values = frame[metric].to_numpy(dtype=np.float64)
+    names = frame["algorithm"].to_numpy()
+    ok, later = finished.to_numpy(dtype=bool), after.to_numpy(dtype=bool)
+    for name in dict.fromkeys(names[ok]):
+        mine = names == name
+        theirs = values[ok & ~mine]
+        theirs = theirs[np.isfinite(theirs)]
+        own = values[mine & later]
+        if own.size and theirs.size and np.isfinite(own).all() and theirs.max() > 0 \
+                and own.max() <= ROUNDING_THROUGHOUT * theirs.max():
+            flat = flat | mine
+    return flat
 
 
 def figure(frames, metrics, x="rounds", path=None, formats=("png",), titles=None, dpi=DPI):
@@ -574,6 +624,9 @@ def figure(frames, metrics, x="rounds", path=None, formats=("png",), titles=None
             if rows == 1 or r == 0:
                 axes[r, c].set_title(METRIC_LABELS.get(metric, metric), fontsize="medium")
     handles, labels = _legend_entries(axes)
+    band = _band_entry(frames)
+    if band is not None:
+        handles, labels = handles + [band[0]], labels + [band[1]]
     entry = max(2.2, 0.85 + max((len(t) for t in labels), default=0) / LEGEND_CHARS)  # (inches: the longest
     # entry's text and its line; a status and a line drawn under another's had run off the figure's edge)
     ncol = max(1, min(len(labels), int(width // entry)))

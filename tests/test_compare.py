@@ -7739,3 +7739,34 @@ def test_repetitions_that_ended_equal_in_some_sections_are_said_of_those():
     assert report.identical_runs(table.assign(setting=np.nan).iloc[[0, 1]]).startswith("Every run's")  # (a section
     # without a setting: its rows had been dropped by the grouping, helper 236)
     assert report.identical_runs(table[table["setting"] == "qsgd:4"]) == ""
+
+
+def test_a_run_at_rounding_throughout_does_not_set_the_panels_bottom_and_the_legend_says_r_and_the_band(problem):
+    """A new user's review: centralized's consensus error, 1e-16 .. 1e-15 from its first step, stretched the panel
+    over 14 decades and squeezed the other methods' 1e-3 .. 1 into its top strip; MG-Pull-Diag-GT's legend entry
+    left out its R; and no figure said what its shaded bands are."""
+    import matplotlib.pyplot as plt
+
+    from rowstoch_fast import report
+
+    A, f = problem
+    frame = cmp.compare(A, f, "dsgd", 20, lr=0.05, repeats=2, progress=False).assign(status="ok")
+    flat = frame.assign(algorithm="centralized",
+                        consensus_error=np.where(frame["iteration"] == 0, 0.0, 3e-16 + 1e-17 * frame["iteration"]))
+    mg = frame.assign(algorithm="mg", rounds_per_iteration=4, consensus_error=3 * frame["consensus_error"])
+    fig = report.figure([pd.concat([frame, flat, mg], ignore_index=True)], ["consensus_error"])
+    low = fig.axes[0].get_ylim()[0]
+    dsgd = frame.loc[frame["iteration"] > 0, "consensus_error"]
+    assert low > dsgd[dsgd > 0].min() / 1e3  # (it had been under 1e-16)
+    assert [t.get_text() for t in fig.legends[0].get_texts()] == [
+        "dsgd", "centralized (to rounding)", "mg (R = 4)", "band: mean \N{PLUS-MINUS SIGN} 1 std over 2 repetitions"]
+    plt.close(fig)
+    # every run at rounding: the panel is theirs, nothing is said of rounding that every run shares
+    fig = report.figure([flat], ["consensus_error"])
+    assert fig.axes[0].get_ylim()[0] < 3e-16
+    assert [t.get_text() for t in fig.legends[0].get_texts()][0] == "centralized"
+    plt.close(fig)
+    # one repetition: no band, nothing said of one
+    fig = report.figure([frame[frame["rep"] == 0]], ["consensus_error"])
+    assert [t.get_text() for t in fig.legends[0].get_texts()] == ["dsgd"]
+    plt.close(fig)
