@@ -1333,3 +1333,15 @@ def test_the_networks_own_history_of_messages_warns_where_calls_skip_or_go_back(
         net.mix(np.ones((4, 1)), 3), net.mix(np.ones((4, 3)), 4)
     with pytest.warns(RuntimeWarning, match=r"\.mix: rounds = 2 after 1: the network's own"):
         net.mix(np.ones((4, 3)), 5, 2)
+    # helper 252: x, then y, at one iteration (gradient tracking by hand) shared one history, each reading the
+    # other's delayed messages; with a state each, nothing is said and the two histories are apart
+    with pytest.warns(RuntimeWarning, match=r"\.mix: a second call at iteration 1: .* pass state=\{\} per quantity"):
+        again = Delayed(topology.ring(4), max_delay=2, delay="fixed")
+        again.mix(np.ones((4, 1)), 0), again.mix(np.ones((4, 1)), 1), again.mix(np.zeros((4, 1)), 1)
+    fresh, x_state, y_state = Delayed(topology.ring(4), max_delay=2, delay="fixed"), {}, {}
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        for t in range(4):
+            x = fresh.mix(np.full((4, 1), float(t)), t, state=x_state)
+            y = fresh.mix(np.full((4, 1), -1.0), t, state=y_state)
+    assert float(x[0, 0]) == 2.0 and float(y[0, 0]) == -1.0

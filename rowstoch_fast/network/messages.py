@@ -244,9 +244,20 @@ def _warn_if_restarted(net, ring, t, rounds, X):
     does not go on from the last one: iteration ``t`` neither the last one's nor the next (nor 0: a new run), or a
     block of another width, or another number of rounds, so that the history starts again from ``t``'s
     messages (helper 199: fixed delays of 2 mixed at t = 0, 2, 4, 6 read x(t) where the definition reads x(t - 2))."""
-    if ring is None or ring.last is None or t == 0:
+    if ring is None or ring.last is None:
         return
-    why = [f"iteration {t} after {ring.last}"] if t not in (ring.last, ring.last + 1) else []
+    if t == ring.last:  # (helper 252: x, then y, mixed at one iteration through one Delayed network, as gradient
+        # tracking does, had read each other's messages, 2.7 off the recursion, unsaid)
+        import warnings
+
+        warnings.warn(f"{net!r}.mix: a second call at iteration {t}: without state= every call shares the network's "
+                      "own history of messages, so a second quantity mixed at the same iteration (x, then y, as "
+                      "gradient tracking does) reads the first one's delayed messages; pass state={} per quantity "
+                      "(one dict each, kept across iterations)", RuntimeWarning, stacklevel=3)
+        return
+    if t == 0:
+        return
+    why = [f"iteration {t} after {ring.last}"] if t != ring.last + 1 else []
     if X.shape[1] != ring.buffer.shape[1]:
         why.append(f"a block of {X.shape[1]} values a node after {ring.buffer.shape[1]}")
     if rounds != ring.rounds:
