@@ -820,6 +820,12 @@ def _optimizer_class():
             if method.gradients != "batch":
                 raise TypeError(f"{method.__name__} takes a per-sample oracle, not gradients: it cannot be stepped "
                                 "by loss.backward()")
+            if options.get("backend") == "mpi":  # (helper 252: torch's "shape '[8, 6]' is invalid for input of
+                # size 24" from a rank's share of the nodes)
+                raise ValueError("backend='mpi': a DecentralizedOptimizer runs in one process (reps.params holds every "
+                                 "node's model); under MPI step an optimizer of the package, e.g. PullDiagGT(A, x0, "
+                                 "lr, backend='mpi'), with reps.grad_fn(batch_fn) of Replicas of the process's own "
+                                 "nodes (opt.local_nodes)")
             import weakref
 
             self.replicas = replicas

@@ -1275,3 +1275,16 @@ def test_a_float32_run_at_its_optimum_is_not_said_below_it():
         h = run(Algorithm(topology.exponential(8).astype(np.float32), 0.05, method="diging"), f, 600,
                 record_every=20, progress=False)
     assert h.frame["suboptimality"].min() <= 0  # (it reached f* to float32 rounding: the case that warned)
+
+
+def test_build_takes_a_matrix_it_would_derive_as_given():
+    """Helper 252: ``DecentralizedOptimizer(reps, "push-pull", A, C=my_C)`` met Python's "got multiple values for
+    keyword argument 'C'" (``build`` derives C from A's graph): a C given is the one mixed with, none gives
+    the out-degree weights of A's graph as before."""
+    adj = np.eye(6) + np.roll(np.eye(6), 1, axis=1)
+    adj[0, 3] = 1.0
+    A = MixingMatrix(adj, normalize=True)
+    C = MixingMatrix(0.3 * adj + np.eye(6), normalize=True, stochastic="column")
+    cls = REGISTRY["push-pull"]
+    assert np.array_equal(cls.build(A, np.zeros((6, 2)), 0.01, C=C).C.toarray(), C.toarray())
+    assert np.array_equal(cls.build(A, np.zeros((6, 2)), 0.01).C.toarray(), out_degree_weights(A).toarray())

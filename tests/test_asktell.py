@@ -91,8 +91,8 @@ def test_asking_twice_returns_the_same_points_and_tell_needs_an_ask():
     opt.tell(grad(opt.ask()))
     assert opt.iteration == 1
     X = opt.ask()
-    opt.step(grad)  # a step of its own: the points asked before are dropped
-    with pytest.raises(RuntimeError, match=r"without a pending ask"):
+    opt.step(grad)  # a step of its own: the points asked before are dropped, and tell says so (helper 252)
+    with pytest.raises(RuntimeError, match=r"tell\(G\): step\(\) ran since ask\(\) and dropped its points"):
         opt.tell(grad(X))
     dgd = DGD(topology.exponential(10), x0, lr=0.05)
     X = dgd.ask()

@@ -1337,3 +1337,20 @@ def test_a_model_with_tied_layers_keeps_its_own_parameters_after_grad_fn_and_tra
     assert m.b is m.a and torch.equal(m.a.weight, reps.params[0, :9].view(3, 3))
     loss, _ = reps.evaluate(x, y)
     assert np.isfinite(loss).all()
+
+
+def test_decentralized_optimizer_refuses_mpi_and_takes_a_given_c():
+    """Helper 252: ``backend="mpi"`` met torch's "shape '[8, 6]' is invalid for input of size 24" (a rank's share
+    of the nodes against every node's model), and Push-Pull's own ``C=`` Python's "got multiple values"."""
+    from rowstoch_fast import MixingMatrix
+    from rowstoch_fast.torch import DecentralizedOptimizer
+
+    reps = Replicas(torch.nn.Linear(3, 1).double(), n=6, loss=torch.nn.functional.mse_loss)
+    A = topology.exponential(6)
+    with pytest.raises(ValueError, match=r"backend='mpi': a DecentralizedOptimizer runs in one process"):
+        DecentralizedOptimizer(reps, "pull-diag-gt", A, lr=0.01, backend="mpi")
+    adj = (A.toarray() > 0).astype(float)
+    C = MixingMatrix(adj * np.linspace(1.0, 2.0, 6)[:, None], normalize=True, stochastic="column")
+    opt = DecentralizedOptimizer(reps, "push-pull", A, lr=0.01, C=C)
+    assert np.array_equal(opt.inner.C.toarray(), C.toarray())
+    assert not np.allclose(C.toarray(), REGISTRY["push-pull"].build(A, reps.x0(), 0.01).C.toarray())

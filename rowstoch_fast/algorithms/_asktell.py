@@ -67,6 +67,8 @@ class AskTell:
     def _before_step(self, grad_fn):
         """A step not made by ask/tell: the points asked are dropped (a rate put off for them applies now)."""
         if not isinstance(grad_fn, _Probe) and (self._asked is not None or "_lr_next" in self.__dict__):
+            self._stepped_over = self._asked is not None  # (tell's words: helper 252's tell after a step had read
+            # "without a pending ask()")
             self.cancel()  # (a rate put off and no points: a resumed state's, saved between ask and tell)
 
     def _state_token(self):
@@ -132,6 +134,7 @@ class AskTell:
         self._ops.agreed(APART, f"ask() at iteration {self.iteration}", lambda: None)  # (under MPI: a rank that
         # cancelled and asks again while the others tell ran its step's exchanges once more than they did, a hang)
         self._asked = None
+        self._stepped_over = False
         for _ in range(2):  # (a step that needs no gradient: the next one does)
             try:
                 self.step(_Probe())
@@ -185,6 +188,10 @@ class AskTell:
 
     def _check_tell(self, asked, G):
         """That ``tell(G)`` has points asked (``asked``), still the step's, and a ``G`` that fits them."""
+        if asked is None and self.__dict__.get("_stepped_over"):
+            raise RuntimeError(f"{type(self).__name__}.tell(G): step() ran since ask() and dropped its points, so G "
+                               "is not at the optimizer's next points: call X = opt.ask() again, then opt.tell(G) "
+                               "with the gradients at X")
         if asked is None:
             raise RuntimeError(f"{type(self).__name__}.tell(G) without a pending ask(): call X = opt.ask(), "
                                "compute the gradients G at X, then opt.tell(G)")

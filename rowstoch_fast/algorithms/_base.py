@@ -1453,8 +1453,10 @@ class Optimizer(AskTell, FailureHandling, Persistence):
     @classmethod
     def build(cls, A, x0, lr, *, rounds=1, tracker="exact", backend="auto", **options):
         """This algorithm on the network of ``A`` (what the runner and ``rowstoch compare`` call): ``rounds``
-        and ``tracker`` are passed to the algorithms that take them."""
-        kwargs = dict(cls.problem_matrices(A))
+        and ``tracker`` are passed to the algorithms that take them. A matrix the method builds from ``A`` (a
+        Push-Pull's column-stochastic ``C``) given in ``options`` is taken as given (helper 252: ``C=`` had met
+        Python's "got multiple values for keyword argument 'C'")."""
+        kwargs = {key: value for key, value in cls.problem_matrices(A).items() if key not in options}
         if cls.multi_round:
             kwargs["rounds"] = rounds
         elif check_int(rounds, "rounds", minimum=1) != 1:  # (an array had raised NumPy's "truth value ... ambiguous")
