@@ -1123,7 +1123,8 @@ def table_notes(table, metrics, cells=None, metric=None):
     ``cells``: the table's cells, where computed already."""
     below = _below_optimum(table, metrics, _cells(table, metrics) if cells is None else cells)
     return [note for note in (below, unmoved_start(table), identical_runs(table), biased_fixed_point(table, metric),
-                              wide_ties(table), rounding_pace(table), fewer_rounds(table)) if note]
+                              wide_ties(table), crowded_first(table), rounding_pace(table), fewer_rounds(table))
+            if note]
 
 
 def _said(diagnosis):
@@ -1193,14 +1194,12 @@ def tie_note(one_run, more="two or more"):
     if one_run:
         return (f"tied: one repetition tells no method from another ({more} rank them); only runs that ended ok "
                 "are ranked.")
-    return ("tied: the repetitions cannot tell it from at least one other method (the means of the logarithms of "
-            f"their final values differ by less than ln {TIE_MARGIN:g} (a ratio below {TIE_MARGIN:g}, within a tuned "
-            "rate's resolution) or than a two-sided test tells (paired over the repetitions two "
-            "methods share, on the same seeds; Welch's otherwise) at a family-wise level of "
-            f"{TIE_LEVEL:.0%} over the pairs of methods of its section (Holm's step-down over the pairs tested), or "
-            "their means by less than rounding, or "
-            "both converged to rounding); a rank is 1 + the number of methods told better than it, so a method whose "
-            "repetitions spread widely can rank above one with a lower mean; only runs that ended ok are ranked.")
+    return ("tied: the repetitions cannot tell it from at least one other method: the geometric means of their "
+            f"final values are within {TIE_MARGIN:g}x (a tuned rate's resolution), or a two-sided test (paired over "
+            f"the seeds two methods share; Welch's otherwise) does not tell them apart at a family-wise "
+            f"{TIE_LEVEL:.0%} over the pairs of its section (Holm's step-down), or both reached rounding; a rank is "
+            "1 + the number of methods told better, so a method whose repetitions spread widely can rank above one "
+            "with a lower mean; only runs that ended ok are ranked.")
 
 
 def single_runs(table):
@@ -1307,6 +1306,41 @@ def wide_ties(table):
             f"repetitions the differences spread too widely for the tests, at {TIE_LEVEL:.0%} over the pairs of "
             f"{'each section' if several else 'the table'}, to tell {'it' if one else 'them'} from "
             f"{'it' if one else 'those'}; more repetitions (--repeats) would.")
+
+
+#: The share of a section's ``ok`` methods (three or more) sharing rank 1 from which :func:`crowded_first` says so.
+CROWDED = 2 / 3
+#: The least ratio between the final values of the methods sharing rank 1 for :func:`crowded_first`'s note: where
+#: they end closer, the margin (:data:`TIE_MARGIN`) ties them as much as the repetitions' spread.
+CROWDED_APART = 2.0
+
+
+def crowded_first(table):
+    """The note of a table where most ``ok`` methods of a section (:data:`CROWDED`, three or more) share rank 1,
+    not at rounding (:func:`rounding_pace` says those), over repetitions that differ and ending
+    :data:`CROWDED_APART` times apart or more, else ``""``: bold there
+    marks every method not told from the best, and a reader takes it for a verdict of "all equal" (helper 246:
+    MG-Pull-Diag-GT 5.6e-4, Pull-Diag-GT 2.3e-3 and FROST 3.3e-3 all ``1=`` over three repetitions; after
+    ``--resume DIR --repeats 6`` the ranks parted, MG first)."""
+    if not {"rank", "rank_shared", "status"} <= set(table.columns) or single_runs(table) or identical_runs(table):
+        return ""
+    paced = {p[1] for p in getattr(table, "attrs", {}).get("paced") or []}
+    crowded = []
+    for title, part in sections(table[table["status"] == "ok"]):
+        first = part[(part["rank"] == 1) & part["rank_shared"].astype(bool)]
+        first = first[[name not in paced for name in first["algorithm"]]]
+        finals = _pd_numbers(first["final"]) if "final" in first.columns else np.array([])
+        finals = finals[np.isfinite(finals)]
+        apart = finals.size >= 2 and finals.min() > 0 and finals.max() > CROWDED_APART * finals.min()  # (methods
+        # within a few percent of each other are tied by the margin, which more repetitions do not change)
+        if len(part) >= 3 and len(first) >= 3 and len(first) >= CROWDED * len(part) and apart:
+            crowded.append(f"{len(first)} of {len(part)}" + (f" in {title}" if title and _several_sections(table)
+                                                             else ""))
+    if not crowded:
+        return ""
+    return (f"{'; '.join(crowded)} methods share rank 1 (bold: not told apart from the best): their repetitions "
+            "spread too widely for the tests to order them, which does not make them equal; more repetitions "
+            "(--repeats, or --resume DIR --repeats N to add to this comparison) may tell them apart.")
 
 
 def rounding_pace(table):
