@@ -13,7 +13,9 @@ Statuses (:data:`STATUSES`):
   tuner's stability factor (where the repetitions ran one trajectory; tenfold, and still rising, where they differ,
   or twice at an even pace to the end: :func:`_ramp`), or its consensus error runs off at the end of the budget
   (:func:`~rowstoch_fast.compare.tuning.climbs`), or some of its repetitions, not all, go back above their start
-  (at the end, or after falling below half of it) while the others make progress (a rate one draw undoes). A
+  (at the end, or after falling below half of it) while the others make progress (a rate one draw undoes), or run
+  off far below it (:func:`_repetitions_run_off`), or its repetitions of one trajectory end far apart (rounding
+  differences grown: :func:`_chaotic`). A
   tuned rate found ``diverged`` or ``unstable`` runs again at the best stable rate of the tuning at least a fifth
   of a decade below it (:func:`next_stable`; once more below that where it fails too: :data:`RETRIES`), and the
   table shows that run, its rate's source ``next stable``
@@ -344,7 +346,8 @@ def status_of(frame, metric, meta, *, lr, lr_source, iterations, tuning=None, co
     :func:`_push_hint`; ``schedule``: the matrices of a :class:`~rowstoch_fast.network.Schedule` the weights go
     through, where they change from round to round, :func:`_effects_note` and :func:`_tracker_hint`).
     The diagnosis is one line derived from what the run and the tuner recorded ("" for ``ok``, but for an ``ok`` run
-    near the no-progress bar, :func:`_near_the_bar`, or at a rate the tuner found none stable or retried)."""
+    near the no-progress bar, :func:`_near_the_bar`, or at a rate the tuner found none stable or retried, and the
+    notes of :func:`_settled_above`, :func:`_growing`, :func:`_at_the_reach` and :func:`_schedule_bias`)."""
     context = context or {}
     done = int(meta.get("completed_iterations", iterations))
     by = frame.groupby("iteration", sort=True)[metric]
@@ -412,6 +415,10 @@ def status_of(frame, metric, meta, *, lr, lr_source, iterations, tuning=None, co
                 too_small = True  # (the hints are of a method's failures, not of a rate too small)
         elif above := _repetitions_above_start(frame, metric, start):
             status, diagnosis = "unstable", f"{above} {at}"
+        elif chaotic := _chaotic(frame, metric, start, context):
+            status, diagnosis = "unstable", f"{chaotic} {at}"
+        elif off := _repetitions_run_off(frame, metric, start, context.get("converged", CONVERGED)):
+            status, diagnosis = "unstable", f"{off} {at}"
     unread = _nan_repetitions(frame, metric)
     if some and status != "diverged":  # (a repetition past a thousandfold its start, the mean not: one draw that
         # undid the rate; frost's 1,161x in 1 of 4 repetitions read "no-progress, ended at 443x its start")
@@ -457,7 +464,8 @@ def status_of(frame, metric, meta, *, lr, lr_source, iterations, tuning=None, co
     notes = [note for note in (_near_the_bar(frame, metric, start, end),
                                _settled_above(frame, metric, start, context.get("converged", CONVERGED), lr_source),
                                _growing(frame, context.get("spread_floor", 0.0)),
-                               _at_the_reach(lr, lr_source, tuning)) if note]
+                               _at_the_reach(lr, lr_source, tuning),
+                               _schedule_bias(means, start, context, metric)) if note]
     return "ok", "; ".join(notes)
 
 
@@ -587,6 +595,46 @@ def _growing(frame, spread_floor=0.0):
     return (f"its {SPREAD} grew {_span(found)}x on a straight line in its logarithm past the first quarter"
             + (" in every repetition" if len(found) > 1 else "") + ": a geometric growth that runs off past the "
             "budget (a longer budget at this rate tells)")
+
+
+#: An ``ok`` run of a gradient-tracking method with a Pull-Diag tracker on a schedule whose mean's level over the
+#: last quarter of its records is within this factor of the quarter's before it has flattened out
+#: (:func:`_schedule_bias`).
+SCHEDULE_FLAT = 1.05
+#: ... where that level is this many times its rounding (the problem's ``converged`` fraction of its start) or more.
+ABOVE_ROUNDING = 100.0
+
+
+def _schedule_bias(means, start, context, metric):
+    """The note of an ``ok`` run of a gradient-tracking method with a Pull-Diag tracker (``context["tracks"]`` and
+    ``context["tracker_peak"]``: Pull-Diag-GT, FROST, MG-Pull-Diag-GT) on a schedule (``context["schedule"]``: the
+    rounds' matrices change) whose mean (``means``, by iteration) flattened out far above its rounding: the level of
+    its last quarter of records (four at least; the mean of their logarithms) within :data:`SCHEDULE_FLAT` of the
+    quarter's before it, and :data:`ABOVE_ROUNDING` times the problem's rounding (``context["converged"]`` of its
+    start) or more; else "" (a run still falling, one at rounding, a static network). Its tracker's ``D_t`` is the
+    diagonal of the product of the rounds' matrices since iteration 0, exact on a static network only: on a
+    schedule the run stops short of the minimiser, at a level no longer budget lowers. Helper 245: Pull-Diag-GT and
+    FROST on a schedule of 3 directed Erdos-Renyi matrices of 12 nodes (least squares, full batch, 800 rounds)
+    flattened out at 2.3% and 4.9% of their start, ``ok`` with nothing said, where Push-Pull and Push-DIGing reached
+    rounding (4e-16)."""
+    if not (context.get("schedule") and context.get("tracks") and context.get("tracker_peak")) \
+            or not (math.isfinite(start) and start > 0):
+        return ""
+    v = means.to_numpy(dtype=np.float64)
+    k = max(4, int(math.ceil(TAIL * (len(v) - 1))))
+    if len(v) < 2 * k + 1 or not (np.isfinite(v).all() and (v[1:] > 0).all()):
+        return ""
+    logs = np.log(v[-2 * k:])
+    level = float(np.exp(logs[k:].mean()))
+    if abs(float(logs[k:].mean() - logs[:k].mean())) >= math.log(SCHEDULE_FLAT) \
+            or level < ABOVE_ROUNDING * context.get("converged", CONVERGED) * start:
+        return ""
+    return (f"{metric} flattened out at {level / start:.3g}x its start (its last quarter's level within "
+            f"{SCHEDULE_FLAT:g}x of the quarter's before), far above rounding: its tracker's D_t is the diagonal of "
+            f"the product of the rounds' matrices since iteration 0, exact on a static network only, and on this "
+            f"schedule of {context['schedule']} matrices it stops short of the minimiser (a bias a longer budget "
+            "does not remove)" + ("" if context.get("loses") else  # (lost messages drain the push family)
+                                  ": try a method exact on a schedule, an algorithm of the push family"))
 
 
 def _peak(means, start, end):
@@ -1115,6 +1163,78 @@ def _repetitions_above_start(frame, metric, start):
             f"{found[worst][0] / start:.3g}x its start and {found[worst][2]:.3g}x the median, in repetition {worst} at "
             f"iteration {found[worst][1]}; the median of all ends at {float(np.median(ends)) / start:.3g}x): the "
             f"rate does not hold on every draw")
+
+
+#: Repetitions of one trajectory (``context["one_trajectory"]``) whose last records differ by this factor or more
+#: (read from their rounding up, the largest :data:`ABOVE_ROUNDING` times it or more) did not settle
+#: (:func:`_chaotic`).
+CHAOS = STABILITY_FACTOR
+
+
+def _chaotic(frame, metric, start, context):
+    """Where the repetitions of a run ran one trajectory up to rounding (``context["one_trajectory"]``: gradients of
+    the whole data over a network that draws nothing; only the order of sums differs) and their last records of
+    ``metric`` (at least the problem's rounding, ``context["converged"]`` of the start) are :data:`CHAOS` times apart
+    or more, the largest :data:`ABOVE_ROUNDING` times its rounding or more, one phrase; else "". The same iterates
+    up to rounding ending that far apart are rounding differences grown: the iterates wander at this rate, and the
+    mean of where they stopped is no level to rank. Helper 245: FROST at a given 1334 on a directed graph of 4 nodes
+    (separable logistic, full batch, 5,000 rounds), its 5 repetitions ending at 4.7e-5 to 0.54x their start, each
+    oscillating in its last records, read ``ok`` (its neighbours 1000 and 1778 read ``unstable``)."""
+    if not context.get("one_trajectory") or "rep" not in frame.columns or frame["rep"].nunique() < 2 \
+            or not (math.isfinite(start) and start > 0):
+        return ""
+    floor = max(context.get("converged", CONVERGED) * start, 1e-300)
+    ends = _ends(frame, metric)
+    if not np.isfinite(ends).all():
+        return ""
+    ends = np.maximum(ends, floor)
+    if ends.max() < CHAOS * ends.min() or ends.max() < ABOVE_ROUNDING * floor:
+        return ""
+    apart = float(ends.max() / ends.min())
+    return (f"{metric} ended {_span(list(ends / start))}x its start in its {len(ends)} repetitions, {apart:.3g}x "
+            f"apart, where they run one trajectory up to rounding (gradients of the whole data, a "
+            f"network that draws nothing): rounding differences grown, the iterates do not settle at this rate")
+
+
+#: The least climb of a repetition's level at the end (the mean of its last three records) off its own lowest
+#: such level, and above the median of the repetitions' levels at the end, that :func:`_repetitions_run_off` reads
+#: as a run-off ...
+RUN_OFF = 30.0
+#: ... where one repetition at least is this many times the median at the end (a noise floor in one dimension whose
+#: records drift slowly, AR(1) 0.9-0.97, is :data:`RUN_OFF` times its median by chance now and then).
+RUN_OFF_MEDIAN = 100.0
+
+
+def _repetitions_run_off(frame, metric, start, converged=CONVERGED):
+    """Where some of three repetitions or more, not all, ran off below their start (:func:`_repetitions_above_start`
+    reads those above it), one phrase; else "". A repetition ran off where the level of its last three records (their
+    mean, from its rounding ``converged`` of the start up) is :data:`RUN_OFF` times its own lowest such level past the
+    start or more, and :data:`RUN_OFF` times the median of the repetitions' last levels or more; the run, where one
+    of them is :data:`RUN_OFF_MEDIAN` times that median or more. Levels of three records, not records, and their
+    mean, not their logarithms': a noise floor's records jump, and in one dimension one of three near 0 draws a
+    geometric level far down. Over 28,800 simulated noisy-but-converged runs (``bench/run_off_check.py``: floors in
+    1-32 dimensions, AR(1) 0-0.97, 3-32 repetitions each at its own level within 1-10x, 16-51 records) it flags 4,
+    floors in one dimension drifting at AR(1) 0.9-0.97 (61 at the thirtyfold alone, 216 on geometric levels).
+    Helper 242: Pull-Diag-GT at a given 0.0422 over Gilbert-Elliott losses, ``ok`` and ranked 2= while 2 of its 5
+    repetitions climbed 70x off their own lowest level, to 30-200x the median, short of their start."""
+    if "rep" not in frame.columns or not (math.isfinite(start) and start > 0):
+        return ""
+    curves = _curves(frame, metric)
+    runs = curves.to_numpy(np.float64)
+    if runs.ndim != 2 or runs.shape[1] < CLIMB_SPREAD_REPEATS or len(runs) < 5 or not np.isfinite(runs).all():
+        return ""
+    values = np.maximum(runs[1:], max(converged * start, 1e-300))
+    levels = (values[:-2] + values[1:-1] + values[2:]) / 3.0  # (level j: records j + 1 .. j + 3)
+    last, median = levels[-1], float(np.median(levels[-1]))
+    off = (last >= RUN_OFF * levels.min(axis=0)) & (last >= RUN_OFF * median)
+    if not (off & (last >= RUN_OFF_MEDIAN * median)).any() or off.all():
+        return ""
+    worst = int(np.argmax(np.where(off, last, -np.inf)))
+    return (f"{metric} ran off in {int(off.sum())} of {runs.shape[1]} repetitions ({_some(curves.columns[off])}), "
+            f"below its start: their last levels {_span(list((last / levels.min(axis=0))[off]))}x above their own "
+            f"lowest and {_span(list(last[off] / median))}x above the median of the repetitions' (up to "
+            f"{last[worst] / start:.3g}x its start, in repetition {curves.columns[worst]}): the rate does not hold on "
+            f"every draw")
 
 
 def _nan_repetitions(frame, metric):
