@@ -461,7 +461,11 @@ def test_a_reproduction_s_figure_crosses_out_the_runs_that_did_not_end_ok(tmp_pa
     _common._finish(plt, fig, axes, str(tmp_path), "marked.png", lambda *a: None)
     crosses = [line for ax in axes[0] for line in ax.get_lines() if line.get_marker() == "x"]
     assert len(crosses) == 1 and list(crosses[0].get_xdata()) == [0.3] and list(crosses[0].get_ydata()) == [0.4]
-    assert [t.get_text() for t in axes[0, 0].get_legend().get_texts()] == ["sgp", "did not end ok (the CSV's status)"]
+    # (below the panels, where it covers none: on the first panel it had covered its upper right, helper 246)
+    assert axes[0, 0].get_legend() is None
+    assert [t.get_text() for t in fig.legends[0].get_texts()] == ["sgp", "did not end ok (the CSV's status)"]
+    legend = fig.legends[0].get_window_extent(fig.canvas.get_renderer())
+    assert all(legend.y1 <= ax.get_tightbbox(fig.canvas.get_renderer()).y0 + 1 for ax in axes.flat)
     plt.close(fig)
 
 
@@ -1823,3 +1827,32 @@ def test_a_tracker_scale_past_float_precision_is_blamed_for_the_divergence_not_t
         with pytest.raises(DivergenceError, match=r"\(lr = 10.0 too large\?"):
             for _ in range(2000):
                 opt.step(lambda X: X - b[:8])
+
+
+def test_the_communication_figure_labels_a_setting_once_where_methods_share_its_point(tmp_path, monkeypatch):
+    """Helper 246: "qsgd 2b" and "top-8" were written over each other where several methods' points of one setting
+    lie together; a label is drawn once there, in its method's colour."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    from rowstoch_fast.experiments import robustness
+
+    seen = {}
+    real = robustness._finish
+
+    def keep(plt_, fig, axes, out_dir, name, log):
+        seen["axes"] = axes
+        monkeypatch.setattr(plt_, "close", lambda fig: None)
+        real(plt_, fig, axes, out_dir, name, log)
+
+    monkeypatch.setattr(robustness, "_finish", keep)
+    robustness.reproduce_communication(str(tmp_path), rounds_budget=20, repeats=1, d=8, n=8,
+                                       algorithms=["dgd", "dsgd"], delays=(1,), progress=False, log=lambda *a: None)
+    for ax in seen["axes"][0][:2]:
+        texts = [(t.get_text(), tuple(np.round(np.log10(t.xy), 6))) for t in ax.texts]
+        assert texts and len(texts) == len(set(texts))
+        lines = {ln.get_color() for ln in ax.get_lines()}
+        assert all(t.get_color() in lines for t in ax.texts)
+    plt.close("all")

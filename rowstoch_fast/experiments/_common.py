@@ -23,10 +23,11 @@ def _plt():
         return None
 
 
-def _save(fig, out_dir, name):
+def _save(fig, out_dir, name, bottom=0.0):
+    """``fig`` laid out (above ``bottom``, a share of its height: a legend below the panels) and saved."""
     from ..report import save
 
-    fig.tight_layout()
+    fig.tight_layout(rect=(0, bottom, 1, 1))
     return save(fig, os.path.join(out_dir, name), dpi=120)
 
 
@@ -55,8 +56,14 @@ def _finish(plt, fig, axes, out_dir, name, log):
 
         handles.append(Line2D([], [], **FAILED_MARK))
         labels.append("did not end ok (the CSV's status)")
-    axes[0, 0].legend(handles, labels, fontsize=7)
-    log(f"wrote {_save(fig, out_dir, name)}")
+    if axes.size == 1:
+        axes[0, 0].legend(handles, labels, fontsize=7)
+        log(f"wrote {_save(fig, out_dir, name)}")
+    else:  # below the panels, where it covers none (it had covered the first panel's upper right, helper 246)
+        ncol = min(len(labels), max(1, int(fig.get_figwidth() // 2.2)))
+        fig.legend(handles, labels, loc="lower center", ncol=ncol, fontsize=7, frameon=False)
+        lines = -(-len(labels) // ncol)
+        log(f"wrote {_save(fig, out_dir, name, bottom=(0.17 * lines + 0.08) / fig.get_figheight())}")
     plt.close(fig)
 
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 import warnings
 
 import numpy as np
@@ -186,6 +187,9 @@ def _checked_bursty(bursty):
 
 #: What ``rowstoch reproduce communication`` runs: methods with and without error feedback or reference points
 #: (CHOCO-SGD, Compressed Push-Pull), gradient tracking, Pull-Diag.
+#: Two point labels of one text closer than this (decades of x, decades of y) in a panel of
+#: :func:`communication`'s figure are drawn once.
+LABEL_NEAR = (0.05, 0.7)
 COMMUNICATION_ALGORITHMS = ("dgd", "choco-sgd", "diging", "push-pull", "compressed-push-pull", "pull-diag-gt")
 
 
@@ -285,6 +289,7 @@ def reproduce_communication(out_dir, rounds_budget=1000, repeats=3, d=32, n=32, 
         ax.set_xlabel("max_delay (iterations; each message's delay uniform up to it)")
         ax.set_title(f"delayed messages, n = {n}, d = {d}", fontsize=9)
         for ax, (kind, title) in zip(axes[0], panels.items()):
+            placed = []  # (text, log10 x, log10 y) of the labels drawn in this panel
             for name in names:
                 mine = table[(table["algorithm"] == name) & table["compressor"].isin(["none", kind])]
                 mine = mine[np.isfinite(mine[metric])]
@@ -292,8 +297,14 @@ def reproduce_communication(out_dir, rounds_budget=1000, repeats=3, d=32, n=32, 
                 ax.plot(mine["bytes"], y, marker="o", label=name, color=colors[name])
                 mark_failed(ax, mine["bytes"], y, mine["status"])
                 for (_, row), value in zip(mine.iterrows(), y):
-                    ax.annotate(row["setting"].replace(" bits", "b"), (row["bytes"], value), fontsize=6,
-                                xytext=(3, 3), textcoords="offset points")
+                    text, at = row["setting"].replace(" bits", "b"), (math.log10(row["bytes"]), math.log10(value))
+                    if any(t == text and abs(at[0] - px) < LABEL_NEAR[0] and abs(at[1] - py) < LABEL_NEAR[1]
+                           for t, px, py in placed):  # (several methods' points at one setting: one label, not
+                        # "qsgd 2b" written over itself, helper 246)
+                        continue
+                    placed.append((text, *at))
+                    ax.annotate(text, (row["bytes"], value), fontsize=6, xytext=(3, 3), textcoords="offset points",
+                                color=colors[name])
             ax.set_xscale("log")
             ax.set_yscale("log")
             ax.xaxis.set_minor_formatter(plt.NullFormatter())
