@@ -836,6 +836,10 @@ def _merged_stages(stages):
 TUNING_STAGES = ("grid", "search", "refine", "past the edge", "fine", "confirm")
 
 
+#: The decades below which a panel of :func:`tuning_figure` keeps its labelled minor ticks.
+MINOR_TICKS_BELOW = 2
+
+
 def tuning_figure(tuning, path=None, formats=("png",), dpi=TUNING_DPI, title=None):
     """Every tuning candidate's score against its rate, one panel per algorithm, one line per stage (the grid, its
     refinement, a confirmation's pieces as one; rejected candidates as crosses at the top; a stage in the same
@@ -890,7 +894,10 @@ def tuning_figure(tuning, path=None, formats=("png",), dpi=TUNING_DPI, title=Non
         ax.set_xscale("log")
         ax.set_yscale("log")
         ax.xaxis.set_minor_locator(NullLocator())
-        ax.yaxis.set_minor_locator(NullLocator())
+        low, high = ax.get_ylim()
+        if not (low > 0 and high / low < 10 ** MINOR_TICKS_BELOW):  # (a panel of less than two decades keeps
+            # matplotlib's labelled minor ticks: one of a single labelled tick could not be read, helper 246)
+            ax.yaxis.set_minor_locator(NullLocator())
         title = f"{label}: lr {chosen:.2g}" if chosen else label
         if chosen and ran is not None:  # (and each next stable rate that failed too: helper 243)
             failed = "; ".join(f"{g['lr']:.2g} {g.get('status', 'failed')}" for g in [

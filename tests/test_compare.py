@@ -7794,3 +7794,26 @@ def test_a_table_whose_first_rank_is_crowded_says_more_repetitions_may_part_it()
     assert report.crowded_first(table.assign(final_std=np.nan)) == ""  # (one repetition: its own note)
     few = table.assign(rank=[1, 1, 3, 4], rank_shared=[True, True, False, False])
     assert report.crowded_first(few) == ""
+
+
+def test_a_tuning_panel_of_less_than_two_decades_keeps_labelled_ticks():
+    """Helper 246: MG-Pull-Diag-GT's panel of tuning.png, its scores within a decade, had one labelled tick and could
+    not be read; a panel of many decades keeps its major ticks alone."""
+    import matplotlib.pyplot as plt
+
+    from rowstoch_fast import report
+
+    def labelled(scores):
+        record = {"metric": "suboptimality", "chosen": 0.01, "stages": [
+            {"name": "grid", "scores": scores, "rejected": {}}]}
+        fig = report.tuning_figure({"m": record})
+        fig.canvas.draw()
+        ax = fig.axes[0]
+        low, high = ax.get_ylim()
+        shown = [t for t in ax.get_yticklabels(minor=False) + ax.get_yticklabels(minor=True)
+                 if t.get_text() and low <= t.get_position()[1] <= high]
+        plt.close(fig)
+        return len(shown)
+
+    assert labelled({0.001: 0.031, 0.01: 0.022, 0.1: 0.04}) >= 2
+    assert labelled({0.001: 1e-6, 0.01: 1e-2, 0.1: 10.0}) >= 2
