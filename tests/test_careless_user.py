@@ -973,6 +973,7 @@ def test_growth_is_warned_before_the_nan(name):
     assert len(growth) == 1, [str(w.message) for w in growth]
     text = str(growth[0].message)
     assert type(opt).__name__ in text and "iteration 32" in text and "lr" in text  # (16 sets the level)
+    assert "(at iteration 16, the first read)" in text  # (helper 246: where the level it grew from was read)
     assert growth[0].filename == __file__  # (pointed at the caller of step)
     assert error is None or error.iteration > 32
 

@@ -345,11 +345,14 @@ class FailureHandling:
         size = self._ops.max_abs(self._cur[self.model])
         scale = self.__dict__.get("_growth_scale")
         if scale is None:  # (the first read: the level growth is measured from)
-            self._growth_scale = max(size, 1.0)
+            self._growth_scale, self._growth_read = max(size, 1.0), t
             return
         if size > limit * scale:
             self._growth_warned = True
-            warnings.warn(f"{type(self).__name__}: max |x| grew from {scale:.3g} (its level at the first read) to "
+            first = self.__dict__.get("_growth_read")  # (helper 246: "from 1.07e+44 (its level at the first read)"
+            # had not said that the first read came 16 iterations in, the run already far off its start)
+            at = f"at iteration {first}, the first read" if first is not None else "its level at the first read"
+            warnings.warn(f"{type(self).__name__}: max |x| grew from {scale:.3g} ({at}) to "
                           f"{size:.3g} at iteration {t}, more than growth_limit = {limit:g} times, without NaN: the "
                           f"run is likely diverging; try a smaller lr than {self._lr_text()} (opt.growth_limit = "
                           "None silences this)", GrowthWarning, stacklevel=caller_outside())
