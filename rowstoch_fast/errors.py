@@ -32,9 +32,11 @@ class DivergenceError(FloatingPointError):
         self.what = what
 
     @classmethod
-    def gradient(cls, iteration, node, kept):
-        """``grad_fn`` returned NaN/Inf at ``iteration`` for ``node``; the state of iteration ``kept`` is kept."""
-        return cls(f"grad_fn returned a non-finite gradient at iteration {iteration}, first at node {node}; "
+    def gradient(cls, iteration, node, kept, told=False):
+        """``grad_fn`` returned NaN/Inf at ``iteration`` for ``node`` (``told``: the gradients given to
+        ``tell(G)``); the state of iteration ``kept`` is kept."""
+        source = "the gradients told (tell(G)) hold" if told else "grad_fn returned"
+        return cls(f"{source} a non-finite gradient at iteration {iteration}, first at node {node}; "
                    f"the optimizer keeps its last finite state (iteration {kept})",
                    iteration=iteration, node=int(node), what="gradient")
 

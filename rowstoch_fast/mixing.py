@@ -70,11 +70,14 @@ class MixingMatrix:
     validate : bool, default True
         Check strong connectivity and primitivity (O(nnz)). Sign, finiteness
         and row sums are always checked.
-    stochastic : {"row", "column"}, default "row"
+    stochastic : {"row", "column", "doubly"}, default "row"
         ``"row"``: rows sum to 1 (``A``, what the Pull-Diag family mixes with).
         ``"column"``: columns sum to 1 (``C``, what push-sum, Push-Pull,
         Push-DIGing and SGP mix with); ``normalize`` then rescales columns,
         and :attr:`pi` is the right Perron vector, ``C pi = pi``.
+        ``"doubly"``: rows and columns sum to 1 (``W``, what the methods of
+        undirected graphs mix with: DGD, EXTRA, NIDS, ...), both checked;
+        ``normalize`` is refused (it cannot make both sum to 1).
 
     Raises
     ------

@@ -180,11 +180,14 @@ class AskTell:
                                                                           else ""),
                          self._check_tell, asked, G)  # (under MPI: a refusal on every rank, not a hang in the step)
         self._asked = None
+        self._telling = True  # (a NaN in G is the caller's gradients, not a grad_fn's: helper 252)
         try:
             self.step(_Probe(G, self))
         except _Asked as stop:  # (a second gradient in the same step: asked now, handed out by the next ask())
             self._asked = (stop.points, self._state_token())
             self._unseen = True
+        finally:
+            self._telling = False
 
     def _check_tell(self, asked, G):
         """That ``tell(G)`` has points asked (``asked``), still the step's, and a ``G`` that fits them."""

@@ -149,7 +149,7 @@ class FailureHandling:
         pointed at ``grad_fn``)."""
         node = self._ops.first_nonfinite(out)
         return (self._starved_error(iteration, node, kept=self._iteration)
-                or DivergenceError.gradient(iteration, node, self._iteration))
+                or DivergenceError.gradient(iteration, node, self._iteration, told=self.__dict__.get("_telling", False)))
 
     def _iterate_error(self, t, *blocks):
         """The DivergenceError of non-finite ``blocks`` made by step ``t``; for a push-sum method on a network that
