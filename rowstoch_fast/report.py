@@ -461,7 +461,8 @@ def draw(ax, frame, metric, x="rounds"):
         status = runs["status"].iloc[0] if "status" in runs.columns else (
             "diverged" if runs["diverged"].iloc[0] else "ok")
         note = "" if status in ("ok", "done") else f" ({status})"
-        rounds = int(runs["rounds_per_iteration"].iloc[0]) if "rounds_per_iteration" in runs.columns else 1
+        rounds = _pd_numbers(runs["rounds_per_iteration"])[:1] if "rounds_per_iteration" in runs.columns else []
+        rounds = int(rounds[0]) if len(rounds) and np.isfinite(rounds[0]) else 1  # (NaN: records without it)
         shown_name = f"{name} (R = {rounds})" if rounds > 1 else name  # (the table's R column: a figure pasted
         # into a paper without it had left MG-Pull-Diag-GT's gossip rounds unsaid, helper 246)
         st = style(i)
@@ -476,7 +477,8 @@ def draw(ax, frame, metric, x="rounds"):
             # (a run below the panel throughout stays drawn at its floor: at rounding, 0 or under 1e-16 of the top)
         seen = ~np.isnan(shown)
         rounding = not linear and bool((seen & ~(ys[:cut] > 1e-16 * top)).any()) and bool((ys[:cut] > floor).any())
-        throughout = bool(flat[runs.index].all()) and not flat.all()
+        mask = flat.to_numpy(dtype=bool)  # (by position: a frame concatenated without ignore_index repeats labels)
+        throughout = bool(mask[(frame["algorithm"] == name).to_numpy()].all()) and not mask.all()
         line = ax.plot(xs[:cut], shown, label=f"{shown_name}, lr {runs['lr'].iloc[0]:.2g}{note}"
                        + (" (to rounding)" if rounding or throughout else ""),  # (helper 202: centralized at -4.4e-16 read 2e-4)
                        markevery=max(1, len(shown) // 8), markersize=4.5, linewidth=1.4, **st)[0]
@@ -532,8 +534,8 @@ def _band_entry(frames):
 
 def _at_rounding_throughout(frame, metric, finished, after, linear):
     """A mask of ``frame``'s rows: those of each method that ended ``ok`` (``finished``) whose every record after
-    the start (``after``) is 0 or at most :data:`ROUNDING_THROUGHOUT` times the largest record of the other ``ok``
-    methods: a consensus error at rounding from the first step (``centralized``, whose nodes hold one iterate).
+    the start (``after``) is 0 or at most :data:`ROUNDING_THROUGHOUT` times the median record after the start of the
+    other ``ok`` methods: a consensus error at rounding from the first step (``centralized``, whose nodes hold one iterate).
     Such a run does not set the panel's bottom. None of them on a linear panel."""
     flat = finished & False
     if linear or not finished.any():
@@ -543,11 +545,11 @@ def _at_rounding_throughout(frame, metric, finished, after, linear):
     ok, later = finished.to_numpy(dtype=bool), after.to_numpy(dtype=bool)
     for name in dict.fromkeys(names[ok]):
         mine = names == name
-        theirs = values[ok & ~mine]
-        theirs = theirs[np.isfinite(theirs)]
+        theirs = values[ok & ~mine & later]  # (their level after the start, not a transient's peak: helper 256)
+        theirs = theirs[np.isfinite(theirs) & (theirs > 0)]
         own = values[mine & later]
-        if own.size and theirs.size and np.isfinite(own).all() and theirs.max() > 0 \
-                and own.max() <= ROUNDING_THROUGHOUT * theirs.max():
+        if own.size and theirs.size and np.isfinite(own).all() \
+                and own.max() <= ROUNDING_THROUGHOUT * float(np.median(theirs)):
             flat = flat | mine
     return flat
 
@@ -1329,23 +1331,26 @@ def crowded_first(table):
     marks every method not told from the best, and a reader takes it for a verdict of "all equal" (helper 246:
     MG-Pull-Diag-GT 5.6e-4, Pull-Diag-GT 2.3e-3 and FROST 3.3e-3 all ``1=`` over three repetitions; after
     ``--resume DIR --repeats 6`` the ranks parted, MG first)."""
-    if not {"rank", "rank_shared", "status"} <= set(table.columns) or single_runs(table) or identical_runs(table):
+    if not {"rank", "rank_shared", "status"} <= set(table.columns) or single_runs(table):
         return ""
-    paced = {p[1] for p in getattr(table, "attrs", {}).get("paced") or []}
+    paced = {(p[0], p[1]) for p in getattr(table, "attrs", {}).get("paced") or []}  # (section, method: helper 256)
     crowded = []
     for title, part in sections(table[table["status"] == "ok"]):
+        if "final_std" in part.columns and (_pd_numbers(part["final_std"]) == 0).all():
+            continue  # (its repetitions ended equal: identical_runs says so; a drawn section beside it still speaks,
+            # helper 256)
         first = part[(part["rank"] == 1) & part["rank_shared"].astype(bool)]
-        first = first[[name not in paced for name in first["algorithm"]]]
+        first = first[[(title, name) not in paced for name in first["algorithm"]]]
         finals = _pd_numbers(first["final"]) if "final" in first.columns else np.array([])
         finals = finals[np.isfinite(finals)]
         apart = finals.size >= 2 and finals.min() > 0 and finals.max() > CROWDED_APART * finals.min()  # (methods
         # within a few percent of each other are tied by the margin, which more repetitions do not change)
         if len(part) >= 3 and len(first) >= 3 and len(first) >= CROWDED * len(part) and apart:
-            crowded.append(f"{len(first)} of {len(part)}" + (f" in {title}" if title and _several_sections(table)
-                                                             else ""))
+            crowded.append((f"in {title}, " if title and _several_sections(table) else "")
+                           + f"{len(first)} of {len(part)} methods")
     if not crowded:
         return ""
-    return (f"{'; '.join(crowded)} methods share rank 1 (bold: not told apart from the best): their repetitions "
+    return (f"{'; '.join(crowded)} share rank 1 (bold: not told apart from the best): their repetitions "
             "spread too widely for the tests to order them, which does not make them equal; more repetitions "
             "(--repeats, or --resume DIR --repeats N to add to this comparison) may tell them apart.")
 

@@ -7775,6 +7775,21 @@ def test_a_run_at_rounding_throughout_does_not_set_the_panels_bottom_and_the_leg
     fig = report.figure([frame[frame["rep"] == 0]], ["consensus_error"])
     assert [t.get_text() for t in fig.legends[0].get_texts()] == ["dsgd"]
     plt.close(fig)
+    # (helper 256) a frame concatenated without ignore_index says it too; a run 1e-9 below another's transient peak
+    # but level with its records is no run at rounding; a NaN R (records without the column) draws
+    fig = report.figure([pd.concat([frame, flat])], ["consensus_error"])
+    assert [t.get_text() for t in fig.legends[0].get_texts()][1] == "centralized (to rounding)"
+    plt.close(fig)
+    spiky = frame.assign(algorithm="spiky", consensus_error=np.where(frame["iteration"] == 1, 1e9,
+                                                                     frame["consensus_error"]))
+    low = frame.assign(algorithm="low", consensus_error=frame["consensus_error"] * 1e-4)
+    fig = report.figure([pd.concat([spiky, low], ignore_index=True)], ["consensus_error"])
+    assert [t.get_text() for t in fig.legends[0].get_texts()][1] == "low"
+    plt.close(fig)
+    fig = report.figure([pd.concat([frame, mg.assign(rounds_per_iteration=np.nan)], ignore_index=True)],
+                        ["consensus_error"])
+    assert [t.get_text() for t in fig.legends[0].get_texts()][1] == "mg"
+    plt.close(fig)
 
 
 def test_a_table_whose_first_rank_is_crowded_says_more_repetitions_may_part_it():
@@ -7794,6 +7809,18 @@ def test_a_table_whose_first_rank_is_crowded_says_more_repetitions_may_part_it()
     assert report.crowded_first(table.assign(final_std=np.nan)) == ""  # (one repetition: its own note)
     few = table.assign(rank=[1, 1, 3, 4], rank_shared=[True, True, False, False])
     assert report.crowded_first(few) == ""
+    # (helper 256) per section: one whose repetitions ended equal does not silence a drawn one, and a method at
+    # rounding in one section stays in another's rank 1
+    crowded = table.assign(setting="qsgd:4")
+    plain = crowded.assign(setting="none", rank=[1, 2, 3, 4], rank_shared=False, final=[1e-5, 2e-5, 4e-5, 0.1],
+                           final_std=0.0)
+    assert report.crowded_first(pd.concat([plain, crowded], ignore_index=True)).startswith(
+        "in qsgd:4, 3 of 4 methods share rank 1")
+    other = crowded.assign(setting="topk:2", final=[1e-16, 2e-16, 0.3, 0.5], rank=[1, 1, 3, 4],
+                           rank_shared=[True, True, False, False], final_std=[1e-17, 1e-17, 0.1, 0.1])
+    two = pd.concat([crowded, other], ignore_index=True)
+    two.attrs["paced"] = [("topk:2", "mg", 10, 0.5, 1e-15), ("topk:2", "pdgt", 20, 0.4, 1e-15)]
+    assert report.crowded_first(two).startswith("in qsgd:4, 3 of 4 methods share rank 1")
 
 
 def test_a_tuning_panel_of_less_than_two_decades_keeps_labelled_ticks():
