@@ -529,7 +529,8 @@ def _band_entry(frames):
     from matplotlib.patches import Patch
 
     over = f"{counts[0]} repetitions" if len(counts) == 1 else "the repetitions"
-    return Patch(facecolor="0.55", alpha=0.3, linewidth=0), f"band: mean \N{PLUS-MINUS SIGN} 1 std over {over}"
+    return (Patch(facecolor="0.55", alpha=0.3, linewidth=0),
+            f"band: mean \N{PLUS-MINUS SIGN} 1 std over {over}, within their range")
 
 
 def _at_rounding_throughout(frame, metric, finished, after, linear):
@@ -627,7 +628,7 @@ def figure(frames, metrics, x="rounds", path=None, formats=("png",), titles=None
                 axes[r, c].set_title(METRIC_LABELS.get(metric, metric), fontsize="medium")
     handles, labels = _legend_entries(axes)
     band = _band_entry(frames)
-    if band is not None:
+    if band is not None and handles:  # (no method drawn, no band either: helper 256)
         handles, labels = handles + [band[0]], labels + [band[1]]
     entry = max(2.2, 0.85 + max((len(t) for t in labels), default=0) / LEGEND_CHARS)  # (inches: the longest
     # entry's text and its line; a status and a line drawn under another's had run off the figure's edge)
@@ -739,11 +740,16 @@ def _legend_entries(axes):
     (the legend had dropped it with the rate: a diverged method read as any other); "(to rounding)" likewise, in
     how many rows where not in all of them (a helper's two graphs: the directed ring's row ending at 2.6e-2 to
     8.6e-2 under a legend that said "to rounding" of the exponential row's)."""
-    seen, notes, rounding, curves = {}, {}, {}, {}
+    seen, notes, rounding, curves, rounds_of = {}, {}, {}, {}, {}
     for r, row in enumerate(np.atleast_2d(axes)):
         for c, ax in enumerate(row):
             for handle, label in zip(*ax.get_legend_handles_labels()):
                 name, _, rest = label.partition(",")
+                multi = re.fullmatch(r"(.*) \(R = (\d+)\)", name)  # (draw's "mg (R = 4)": R may differ by row, a
+                # graph's Theorem 3 R; one entry per R had drawn two in one style, no row named, helper 256)
+                if multi:
+                    name = multi.group(1)
+                    rounds_of.setdefault(name, {})[r] = int(multi.group(2))
                 seen.setdefault(name, handle)
                 curves.setdefault(name, {}).setdefault(r, []).append((c, _drawn(handle, ax)))
                 said = re.findall(r"\(([^()]*)\)", rest)
@@ -754,13 +760,16 @@ def _legend_entries(axes):
     labels = []
     for name, rows in notes.items():
         failed = sorted({note for note in rows.values() if note != "ok"})
+        R = rounds_of.get(name, {})
+        shown = name if not R else f"{name} (R = {next(iter(R.values()))})" if len(set(R.values())) == 1 else (
+            f"{name} (R = " + ", ".join(f"{R[r]} in row {r + 1}" for r in sorted(R)) + ")")
         if not failed:
-            label = name
+            label = shown
         elif all(note != "ok" for note in rows.values()):
-            label = f"{name} ({', '.join(failed)})"
+            label = f"{shown} ({', '.join(failed)})"
         else:
             counts = (f"{note} in {sum(n == note for n in rows.values())} of {len(rows)} rows" for note in failed)
-            label = f"{name} ({', '.join(counts)})"
+            label = f"{shown} ({', '.join(counts)})"
         reached = len(rounding.get(name, ()))
         labels.append(label + ("" if not reached else " (to rounding)" if reached == len(rows) else
                                f" (to rounding in {reached} of {len(rows)} rows)") + _hidden(name, curves))

@@ -105,6 +105,11 @@ def test_asking_twice_returns_the_same_points_and_tell_needs_an_ask():
     opt.cancel()
     with pytest.raises(RuntimeError, match="without a pending ask"):
         opt.tell(grad(X))
+    X = opt.ask()  # (a step, then an explicit cancel: the cancel is what tell says, helper 256)
+    opt.step(grad)
+    opt.cancel()
+    with pytest.raises(RuntimeError, match="without a pending ask"):
+        opt.tell(grad(X))
 
 
 def test_lr_set_between_ask_and_tell_acts_on_what_the_step_computes_from_g():

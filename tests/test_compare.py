@@ -7764,7 +7764,8 @@ def test_a_run_at_rounding_throughout_does_not_set_the_panels_bottom_and_the_leg
     dsgd = frame.loc[frame["iteration"] > 0, "consensus_error"]
     assert low > dsgd[dsgd > 0].min() / 1e3  # (it had been under 1e-16)
     assert [t.get_text() for t in fig.legends[0].get_texts()] == [
-        "dsgd", "centralized (to rounding)", "mg (R = 4)", "band: mean \N{PLUS-MINUS SIGN} 1 std over 2 repetitions"]
+        "dsgd", "centralized (to rounding)", "mg (R = 4)",
+        "band: mean \N{PLUS-MINUS SIGN} 1 std over 2 repetitions, within their range"]
     plt.close(fig)
     # every run at rounding: the panel is theirs, nothing is said of rounding that every run shares
     fig = report.figure([flat], ["consensus_error"])
@@ -7789,6 +7790,15 @@ def test_a_run_at_rounding_throughout_does_not_set_the_panels_bottom_and_the_leg
     fig = report.figure([pd.concat([frame, mg.assign(rounds_per_iteration=np.nan)], ignore_index=True)],
                         ["consensus_error"])
     assert [t.get_text() for t in fig.legends[0].get_texts()][1] == "mg"
+    plt.close(fig)
+    # two graphs whose R differ: one entry, each row's R named (two entries in one style had named no row)
+    fig = report.figure([pd.concat([frame, mg], ignore_index=True),
+                         pd.concat([frame, mg.assign(rounds_per_iteration=7)], ignore_index=True)],
+                        ["consensus_error"])
+    assert [t.get_text() for t in fig.legends[0].get_texts()][1] == "mg (R = 4 in row 1, 7 in row 2)"
+    plt.close(fig)
+    fig = report.figure([frame.assign(consensus_error=np.nan)], ["consensus_error"])  # (nothing drawn, no band)
+    assert not fig.legends or not fig.legends[0].get_texts()
     plt.close(fig)
 
 

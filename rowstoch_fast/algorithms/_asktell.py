@@ -67,9 +67,10 @@ class AskTell:
     def _before_step(self, grad_fn):
         """A step not made by ask/tell: the points asked are dropped (a rate put off for them applies now)."""
         if not isinstance(grad_fn, _Probe) and (self._asked is not None or "_lr_next" in self.__dict__):
-            self._stepped_over = self._asked is not None  # (tell's words: helper 252's tell after a step had read
-            # "without a pending ask()")
+            stepped = self._asked is not None
             self.cancel()  # (a rate put off and no points: a resumed state's, saved between ask and tell)
+            self._stepped_over = stepped  # (tell's words: helper 252's tell after a step had read "without a pending
+            # ask()")
 
     def _state_token(self):
         """What the points of ``ask`` depend on: the iteration, whether iteration 0 is set up, the state blocks
@@ -215,6 +216,7 @@ class AskTell:
         assigned since applies now). Nothing to do when none are asked. ``close()`` is the same."""
         self._asked = None
         self._unseen = False
+        self._stepped_over = False  # (an explicit cancel: tell then says "without a pending ask()")
         lr = self.__dict__.pop("_lr_next", None)
         if lr is not None:
             self._settle()

@@ -187,10 +187,10 @@ def _checked_bursty(bursty):
 
 #: What ``rowstoch reproduce communication`` runs: methods with and without error feedback or reference points
 #: (CHOCO-SGD, Compressed Push-Pull), gradient tracking, Pull-Diag.
-#: Two point labels of one text closer than this (decades of x, decades of y) in a panel of
-#: :func:`communication`'s figure are drawn once.
-LABEL_NEAR = (0.05, 0.7)
 COMMUNICATION_ALGORITHMS = ("dgd", "choco-sgd", "diging", "push-pull", "compressed-push-pull", "pull-diag-gt")
+#: Two point labels of one text closer than this (decades of x, decades of y) in a panel of
+#: :func:`reproduce_communication`'s figure are drawn once.
+LABEL_NEAR = (0.05, 0.7)
 
 
 def _mark(row):
