@@ -640,14 +640,16 @@ def _schedule_bias(means, start, context, metric):
     rounds' matrices change) whose mean (``means``, by iteration) flattened out far above its rounding: the level of
     its last quarter of records (four at least; the mean of their logarithms) within :data:`SCHEDULE_FLAT` of the
     quarter's before it, and :data:`ABOVE_ROUNDING` times the problem's rounding (``context["converged"]`` of its
-    start) or more; else "" (a run still falling, one at rounding, a static network). Its tracker's ``D_t`` is the
+    start) or more, its gradients exact (``context["one_trajectory"]``: a flat level of sampled ones may be
+    their noise's floor); else "" (a run still falling, one at rounding, a static network). Its tracker's ``D_t`` is the
     diagonal of the product of the rounds' matrices since iteration 0, exact on a static network only: on a
     schedule the run stops short of the minimiser, at a level no longer budget lowers. Helper 245: Pull-Diag-GT and
     FROST on a schedule of 3 directed Erdos-Renyi matrices of 12 nodes (least squares, full batch, 800 rounds)
     flattened out at 2.3% and 4.9% of their start, ``ok`` with nothing said, where Push-Pull and Push-DIGing reached
     rounding (4e-16)."""
     if not (context.get("schedule") and context.get("tracks") and context.get("tracker_peak")) \
-            or not (math.isfinite(start) and start > 0):
+            or not context.get("one_trajectory") or not (math.isfinite(start) and start > 0):  # (exact gradients:
+        # with sampled ones a flat level can be the noise's floor, which the push family shares, helper 256)
         return ""
     v = means.to_numpy(dtype=np.float64)
     k = max(4, int(math.ceil(TAIL * (len(v) - 1))))
