@@ -535,8 +535,8 @@ def _band_entry(frames):
 
 def _at_rounding_throughout(frame, metric, finished, after, linear):
     """A mask of ``frame``'s rows: those of each method that ended ``ok`` (``finished``) whose every record after
-    the start (``after``) is 0 or at most :data:`ROUNDING_THROUGHOUT` times the median record after the start of the
-    other ``ok`` methods: a consensus error at rounding from the first step (``centralized``, whose nodes hold one iterate).
+    the start (``after``) is 0 or at most :data:`ROUNDING_THROUGHOUT` times the highest level of the other ``ok``
+    methods (each one's middle record after the start): a consensus error at rounding from the first step (``centralized``, whose nodes hold one iterate).
     Such a run does not set the panel's bottom. None of them on a linear panel."""
     flat = finished & False
     if linear or not finished.any():
@@ -544,13 +544,17 @@ def _at_rounding_throughout(frame, metric, finished, after, linear):
     values = frame[metric].to_numpy(dtype=np.float64)
     names = frame["algorithm"].to_numpy()
     ok, later = finished.to_numpy(dtype=bool), after.to_numpy(dtype=bool)
+    levels = {}  # each ok method's middle record after the start (its level, not a transient's peak: helper 256)
     for name in dict.fromkeys(names[ok]):
+        v = np.sort(values[(names == name) & ok & later])
+        v = v[np.isfinite(v) & (v > 0)]
+        levels[name] = float(v[len(v) // 2]) if v.size else 0.0  # (the lower middle: no mean of two at 1e308)
+    for name in levels:
         mine = names == name
-        theirs = values[ok & ~mine & later]  # (their level after the start, not a transient's peak: helper 256)
-        theirs = theirs[np.isfinite(theirs) & (theirs > 0)]
         own = values[mine & later]
-        if own.size and theirs.size and np.isfinite(own).all() \
-                and own.max() <= ROUNDING_THROUGHOUT * float(np.median(theirs)):
+        top = max((level for other, level in levels.items() if other != name), default=0.0)  # (the highest other
+        # level: two runs at rounding do not hide each other)
+        if own.size and top > 0 and np.isfinite(own).all() and own.max() <= ROUNDING_THROUGHOUT * top:
             flat = flat | mine
     return flat
 
