@@ -7797,6 +7797,13 @@ def test_a_run_at_rounding_throughout_does_not_set_the_panels_bottom_and_the_leg
                         ["consensus_error"])
     assert [t.get_text() for t in fig.legends[0].get_texts()][1] == "mg (R = 4 in row 1, 7 in row 2)"
     plt.close(fig)
+    # two runs at rounding beside one that is not: each is at rounding (a median over every other record had been
+    # the other's rounding)
+    twin = flat.assign(algorithm="fedavg", consensus_error=2 * flat["consensus_error"])
+    fig = report.figure([pd.concat([flat, twin, frame], ignore_index=True)], ["consensus_error"])
+    texts = [t.get_text() for t in fig.legends[0].get_texts()]
+    assert texts[0].startswith("centralized (to rounding)") and texts[1].startswith("fedavg (to rounding)")
+    plt.close(fig)
     fig = report.figure([frame.assign(consensus_error=np.nan)], ["consensus_error"])  # (nothing drawn, no band)
     assert not fig.legends or not fig.legends[0].get_texts()
     plt.close(fig)
