@@ -1231,6 +1231,7 @@ def test_a_climb_short_of_the_tenfold_that_ends_far_below_the_steady_rates_is_ke
     five = cmp.compare(Noisy(W, 1e-3, seed=1), f, ["extra"], 400, repeats=5, progress=False)
     assert five.attrs["status"]["extra"] == "ok" and cmp.summary(five)["lr_source"].iloc[0] == "tuned"
     assert "as the tuning runs at this rate did; kept, as the tuner kept it" in five.attrs["diagnosis"]["extra"]
+    assert "settled" not in five.attrs["diagnosis"]["extra"]  # (said once: helper 257)
     assert re.fullmatch(r"climbed [\d.]+x above its lowest level but ends [\d.]+x below every rate that does not "
                         r"climb", record["kept_climbing"][record["chosen"]])
     assert frame[frame["iteration"] == frame["iteration"].max()]["suboptimality"].mean() < 1e-4

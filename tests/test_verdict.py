@@ -46,6 +46,11 @@ def test_a_pull_diag_tracker_flat_above_rounding_on_a_schedule_says_its_bias():
         r"algorithm of the push family", why), why
     assert "push-pull ok" in verdict.hint_outcomes(why, {"pull-diag-gt": "ok", "push-pull": "ok"}, "pull-diag-gt")
     assert _judge(_frame([flat] * 5), {**SCHEDULE, "loses": ["loses messages"]})[1].endswith("does not remove)")
+    # (helper 257) a given rate may be too large for the method on any of the matrices: the note says so too;
+    # sampled gradients' flat level may be their noise's floor (helper 256): nothing said
+    assert _judge(_frame([flat] * 5), SCHEDULE, lr_source="given")[1].endswith(
+        "push family; or the rate is too large for it: a smaller one tells which")
+    assert _judge(_frame([flat] * 5), {**SCHEDULE, "one_trajectory": False}) == ("ok", "")
     falling = np.exp(-X / 100.0)  # (still falling: 1.6x over its last quarter)
     rounding = np.maximum(np.exp(-X / 10.0), 3e-13)  # (at rounding)
     for curve, context in ((flat, {k: v for k, v in SCHEDULE.items() if k != "schedule"}),

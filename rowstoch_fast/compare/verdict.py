@@ -466,10 +466,12 @@ def status_of(frame, metric, meta, *, lr, lr_source, iterations, tuning=None, co
                  + (_stranded_hint(context, diagnosis, frame, metric) if grew else ""))
         return status, diagnosis + _effects_note(context, said=diagnosis + hints) + hints
     notes = [note for note in (_near_the_bar(frame, metric, start, end),
+                               "" if kept_note else  # (the kept climb says it: "settled 5.56x above" beside
+                               # "climbed back 5.56x" had said it twice, helper 257)
                                _settled_above(frame, metric, start, context.get("converged", CONVERGED), lr_source),
                                _growing(frame, context.get("spread_floor", 0.0)),
                                _at_the_reach(lr, lr_source, tuning),
-                               _schedule_bias(means, start, context, metric), kept_note) if note]
+                               _schedule_bias(means, start, context, metric, lr_source), kept_note) if note]
     return "ok", "; ".join(notes)
 
 
@@ -634,7 +636,7 @@ SCHEDULE_FLAT = 1.05
 ABOVE_ROUNDING = 100.0
 
 
-def _schedule_bias(means, start, context, metric):
+def _schedule_bias(means, start, context, metric, lr_source=None):
     """The note of an ``ok`` run of a gradient-tracking method with a Pull-Diag tracker (``context["tracks"]`` and
     ``context["tracker_peak"]``: Pull-Diag-GT, FROST, MG-Pull-Diag-GT) on a schedule (``context["schedule"]``: the
     rounds' matrices change) whose mean (``means``, by iteration) flattened out far above its rounding: the level of
@@ -665,7 +667,9 @@ def _schedule_bias(means, start, context, metric):
             f"the product of the rounds' matrices since iteration 0, exact on a static network only, and on this "
             f"schedule of {context['schedule']} matrices it stops short of the minimiser (a bias a longer budget "
             "does not remove)" + ("" if context.get("loses") else  # (lost messages drain the push family)
-                                  ": try a method exact on a schedule, an algorithm of the push family"))
+                                  ": try a method exact on a schedule, an algorithm of the push family")
+            + ("; or the rate is too large for it: a smaller one tells which" if lr_source == "given" else ""))
+    # (helper 257: Pull-Diag-GT at a given 0.649 stalled as badly on each matrix of the schedule alone)
 
 
 def _peak(means, start, end):
