@@ -414,7 +414,7 @@ def draw(ax, frame, metric, x="rounds"):
     flat = _at_rounding_throughout(frame, metric, finished, after, linear)
     if (finished & ~flat).any():  # (a run at rounding from its first record, centralized's consensus error of
         # 1e-16 .. 1e-15, had stretched the panel over 14 decades, the decentralized runs' 1e-3 .. 1 in its top
-        # strip, helper 246: drawn at the bottom, "(at rounding)", as one that reached it is)
+        # strip, helper 246: drawn at the bottom, "(to rounding)", as one that reached it is)
         finished = finished & ~flat
     values = frame.loc[finished, metric].to_numpy(dtype=np.float64)
     later = frame.loc[finished & after, metric].to_numpy(dtype=np.float64)
@@ -513,8 +513,8 @@ def draw(ax, frame, metric, x="rounds"):
     ax.grid(True, which="major", alpha=0.3)
 
 
-#: A run whose records after its start all lie this far below the panel's other runs' top is at rounding
-#: throughout (:func:`_at_rounding_throughout`).
+#: A run whose records after its start all lie this far below the highest level of the panel's other ``ok`` runs
+#: is at rounding throughout (:func:`_at_rounding_throughout`).
 ROUNDING_THROUGHOUT = 1e-12
 
 
@@ -536,8 +536,9 @@ def _band_entry(frames):
 def _at_rounding_throughout(frame, metric, finished, after, linear):
     """A mask of ``frame``'s rows: those of each method that ended ``ok`` (``finished``) whose every record after
     the start (``after``) is 0 or at most :data:`ROUNDING_THROUGHOUT` times the highest level of the other ``ok``
-    methods (each one's middle record after the start): a consensus error at rounding from the first step (``centralized``, whose nodes hold one iterate).
-    Such a run does not set the panel's bottom. None of them on a linear panel."""
+    methods (each one's middle record after the start): a consensus error at rounding from the first step
+    (``centralized``, whose nodes hold one iterate). Such a run does not set the panel's bottom. None of them on a
+    linear panel."""
     flat = finished & False
     if linear or not finished.any():
         return flat
