@@ -160,3 +160,42 @@ def test_frost_at_a_chaotic_rate_is_unstable_in_a_comparison():
     assert table["status"].iloc[0] == "unstable" and "rounding differences grown" in table["diagnosis"].iloc[0], \
         table["diagnosis"].iloc[0]
     assert cmp.summary(cmp.compare(A, f, "frost", 5000, lr=100.0, repeats=2, progress=False))["status"].iloc[0] == "ok"
+
+
+def test_a_kept_climb_is_ok_only_where_the_evaluation_climbs_as_kept_and_no_repetition_runs_off():
+    """``_kept_climb`` (a tuned rate the tuner kept although it climbs: noise gathered on the messages) excuses the
+    evaluation's climb where every repetition gathers noise and bends; helper 258: not a run-off on a line in the
+    logarithm (the tuner itself rejects that), nor one repetition of five running off 3,000x while the mean, which
+    it dominates, still ends far below the steady rates."""
+    it = np.arange(0, 410, 10)
+    n = len(it)
+
+    def frame_of(reps):
+        return pd.DataFrame([{"iteration": int(i), "rep": r, "grad_norm": float(v[j])} for r, v in enumerate(reps)
+                             for j, i in enumerate(it)])
+
+    def noisy(seed):  # falls to 1e-8, then gathers noise at an even pace in value (its logarithm bends)
+        v = np.r_[np.geomspace(1.0, 1e-8, 11), 1e-8 + 3e-9 * np.arange(1, n - 10)]
+        return v * np.exp(0.05 * np.random.default_rng(seed).standard_normal(n))
+
+    def runoff(seed):  # a climb of 1,000x on a line in its logarithm
+        v = np.r_[np.geomspace(1.0, 1e-10, 11), 1e-10 * np.geomspace(1, 1000, n - 10)[1:]]
+        return v * np.exp(0.05 * np.random.default_rng(seed).standard_normal(n))
+
+    lr = 0.316228
+    tuning = {"metric": "grad_norm", "kept_climbing": {lr: "climbed 11.4x above its lowest level but ends 56x below"},
+              "stages": [{"name": "grid", "scores": {lr: 1e-8, 0.1: 1e-3, 0.0316228: 5e-3, 1.0: np.inf},
+                          "rejected": {}, "curves": {}}]}
+
+    def judge(reps, record=tuning):
+        return verdict.status_of(frame_of(reps), "grad_norm", {"completed_iterations": 400}, lr=lr,
+                                 lr_source="tuned", iterations=400, tuning=record)
+
+    status, why = judge([noisy(s) for s in range(5)])
+    assert status == "ok" and "kept, as the tuner kept it" in why, why
+    assert judge([noisy(s) for s in range(5)], None)[0] == "unstable"  # (not kept: the climb decides)
+    assert judge([runoff(s) for s in range(5)])[0] == "unstable"
+    off = noisy(9)
+    off[it >= 200] = off[it >= 200][0] * np.geomspace(1, 3000, int((it >= 200).sum()))
+    status, why = judge([noisy(s) for s in range(4)] + [off])
+    assert status == "unstable" and "ran off in 1 of 5 repetitions" in why, why

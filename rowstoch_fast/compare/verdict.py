@@ -62,7 +62,7 @@ from ..report import TIE_LEVEL, TIE_MARGIN, rate_text  # (the rule, below the ha
 from ..runner import GROWTH_WARNING
 from .tuning import (CLIMB, CONVERGED, NO_PROGRESS, SEARCH_DECADES, SPREAD, STABILITY_FACTOR, TAIL, UNTUNABLE, climbs,
                      final_estimate,
-                     _tail, off_its_minimum, rising, runaway, smoothed, typical_curve)
+                     _short_climb, _tail, off_its_minimum, rising, runaway, smoothed, typical_curve)
 
 __all__ = ["STATUSES", "NO_PROGRESS", "TIE_LEVEL", "TIE_MARGIN", "NEXT_STABLE", "RETRIES", "status_of", "ranks", "holm",
            "welch_p", "cause", "clauses", "climbs_too", "tuning_failures", "hint_outcomes", "next_stable"]
@@ -386,9 +386,15 @@ def status_of(frame, metric, meta, *, lr, lr_source, iterations, tuning=None, co
         status, diagnosis = "diverged", f"{exploded} {at}"
     elif (climbed := _climbing(frame, metric, means, start, context.get("one_trajectory", False),
                                context.get("converged", CONVERGED), context.get("spread_floor", 0.0))) \
-            and climbed.startswith(f"{metric} ") and (kept := _kept_climb(tuning, lr, lr_source, end)):  # (the
-        # ranked metric's climb, as the tuner read it; a consensus error that runs off is the run's)
+            and climbed.startswith(f"{metric} ") and (kept := _kept_climb(tuning, lr, lr_source, end)) \
+            and _climbs_as_kept(frame, metric, context.get("converged", CONVERGED)):  # (the ranked metric's climb,
+        # as the tuner read it; a consensus error that runs off is the run's)
         kept_note = f"{climbed} {at}, {kept}"
+        if bad := (_repetitions_above_start(frame, metric, start)
+                   or _repetitions_run_off(frame, metric, start, context.get("converged", CONVERGED))):
+            status, diagnosis, kept_note = "unstable", f"{bad} {at}", ""  # (one draw that ran off, not the noise
+            # every rate gathers: helper 258's fifth repetition at 1,162x the median, the mean 42x below the steady
+            # rates, had read ok)
     elif climbed:
         status, diagnosis = "unstable", f"{climbed} {at}"
         if math.isfinite(start) and start > 0 and end > start:  # (helper 188: "climbed back 2.61x above its lowest
@@ -473,6 +479,17 @@ def status_of(frame, metric, meta, *, lr, lr_source, iterations, tuning=None, co
                                _at_the_reach(lr, lr_source, tuning),
                                _schedule_bias(means, start, context, metric, lr_source), kept_note) if note]
     return "ok", "; ".join(notes)
+
+
+def _climbs_as_kept(frame, metric, converged=CONVERGED):
+    """Whether the evaluation's typical curve of ``metric`` climbs as a climb the tuner keeps does
+    (:func:`~rowstoch_fast.compare.tuning._short_climb`: short of the tenfold, or bending): helper 258's
+    repetitions climbing 1,000x on a line in their logarithm had read ``ok`` "as the tuning runs at this rate did"."""
+    curves = _curves(frame, metric)
+    if curves.empty:
+        return False
+    return bool(_short_climb(curves.index.to_numpy(np.float64), typical_curve(curves.to_numpy(np.float64)),
+                             converged))
 
 
 def _kept_climb(tuning, lr, lr_source, end):
