@@ -200,16 +200,32 @@ def next_stable(record, lr):
     undone is about as likely to fail). The tuning chose ``lr`` on its own streams and draws; the evaluation's
     repetitions drew what undid it, and the method is then shown at the best rate that the tuning found stable with
     room to spare, not left unranked at a rate no run holds."""
-    scores = {}
-    for stage in (record or {}).get("stages", ()):
-        scores.update(stage.get("scores") or {})
-    climbed = {float(r) for r in (record or {}).get("kept_climbing") or {}}  # (kept for ending far below the
-    # steady rates, climbing all the same: a retry goes to a steady one, helper 197)
+    scores = _last_scores(record)
+    climbed = _kept_rates(record)  # (kept for ending far below the steady rates, climbing all the same: a retry
+    # goes to a steady one, helper 197)
     reach = lr * 1.000001 / RETRY_STEP  # (lr.json's rates are rounded to 6 digits: a resumed record's)
     with np.errstate(invalid="ignore"):
         pool = {float(r): float(v) for r, v in scores.items() if np.isfinite(v) and float(r) <= reach
-                and not any(abs(float(r) / c - 1) < 1e-5 for c in climbed)}
+                and not _among(r, climbed)}
     return min(pool, key=lambda r: (pool[r], -r)) if pool else None
+
+
+def _last_scores(record):
+    """``{lr: score}`` of a tuning ``record``'s stages, a later stage's (on more streams) over an earlier's."""
+    scores = {}
+    for stage in (record or {}).get("stages", ()):
+        scores.update(stage.get("scores") or {})
+    return scores
+
+
+def _kept_rates(record):
+    """The rates a tuning ``record`` kept although they climbed (``kept_climbing``; lr.json's keys are strings)."""
+    return {float(r) for r in (record or {}).get("kept_climbing") or {}}
+
+
+def _among(lr, rates):
+    """Whether ``lr`` is one of ``rates`` (to lr.json's six digits)."""
+    return any(abs(float(lr) / c - 1) < 1e-5 for c in rates)
 
 
 def _numbers(text):
@@ -501,15 +517,10 @@ def _kept_climb(tuning, lr, lr_source, end):
     251: EXTRA on a 4x4 torus under noise 1e-3 on the messages, tuned to 0.422, ``ok`` over 2 and 3 repetitions,
     ``unstable`` over 4 and 5 and shown at 0.01, 4.2e-2 against 2.7e-5; over 9 noisy networks, 11 of 18 EXTRA and
     NIDS tunings 287-1,989x worse)."""
-    kept = {float(r) for r in (tuning or {}).get("kept_climbing") or {}}
-    if lr_source != "tuned" or not kept or not any(abs(float(lr) / c - 1) < 1e-5 for c in kept) \
-            or not (math.isfinite(end) and end > 0):
+    kept = _kept_rates(tuning)
+    if lr_source != "tuned" or not _among(lr, kept) or not (math.isfinite(end) and end > 0):
         return ""
-    scores = {}
-    for stage in (tuning or {}).get("stages", ()):
-        scores.update(stage.get("scores") or {})
-    steady = [float(v) for r, v in scores.items()
-              if np.isfinite(v) and not any(abs(float(r) / c - 1) < 1e-5 for c in kept)]
+    steady = [float(v) for r, v in _last_scores(tuning).items() if np.isfinite(v) and not _among(r, kept)]
     if not steady or end * CLIMB > min(steady):
         return ""
     return (f"as the tuning runs at this rate did; kept, as the tuner kept it: it ends {min(steady) / end:.3g}x below "
