@@ -1220,9 +1220,9 @@ def tie_note(one_run, more="two or more"):
     return ("tied: the repetitions cannot tell it from at least one other method: the geometric means of their "
             f"final values are within {TIE_MARGIN:g}x (a tuned rate's resolution), or a two-sided test (paired over "
             f"the seeds two methods share; Welch's otherwise) does not tell them apart at a family-wise "
-            f"{TIE_LEVEL:.0%} over the pairs of its section (Holm's step-down), or both reached rounding; a rank is "
-            "1 + the number of methods told better, so a method whose repetitions spread widely can rank above one "
-            "with a lower mean; only runs that ended ok are ranked.")
+            f"{TIE_LEVEL:.0%} over the pairs of its section (Holm's step-down), or their means differ by less than "
+            "rounding; a rank is 1 + the number of methods told better, so a method whose repetitions spread widely "
+            "can rank above one with a lower mean; only runs that ended ok are ranked.")
 
 
 def single_runs(table):

@@ -5078,6 +5078,45 @@ def test_a_shared_rank_far_above_a_lower_mean_is_said():
     assert exact.attrs["wide_ties"] == [], exact[["algorithm", "final", "final_std", "rank"]]
 
 
+def test_a_method_whose_repetitions_agree_tied_with_a_spread_one_far_below_is_said():
+    """Helper 260: DGD at 3.6e-4 in every repetition was not told apart from GT-SVRG, 164x lower, whose three
+    repetitions spread over 15x (paired p = 0.021 against Holm's bar); the note named only methods whose own
+    repetitions differ. The tie is the spread's on either side: it is said."""
+    import pandas as pd
+
+    from rowstoch_fast.compare import tables
+
+    finals = {"gt-svrg": np.array([2.73e-7, 2.26e-6, 4.04e-6]), "dgd": np.full(3, 3.598e-4),
+              "diging": np.full(3, 1.69e-14), "gt-sarah": np.array([2.71e-6, 1.97e-6, 1.64e-6]),
+              "gt-saga": np.array([2.39e-3, 9.09e-4, 7.15e-4])}
+    reps = {label: [0, 1, 2] for label in finals}
+    placed, told = verdict.ranks_told(finals, scale=1.0, reps=reps)
+    assert "gt-svrg" not in told["dgd"] and placed["dgd"][1], (placed, told)
+    labels = list(finals)
+    wide = tables._wide_ties(pd.DataFrame({"algorithm": labels}), pd.Series([""] * len(labels)),
+                             [{"final": finals[label]} for label in labels], "final",
+                             pd.Series([placed[label][0] for label in labels], dtype="Int64"),
+                             pd.Series([placed[label][1] for label in labels]), False, {"": 1e-12},
+                             {labels.index(b): {labels.index(a) for a in told[b]} for b in labels})
+    assert [(name, round(ratio)) for _, name, ratio, _ in wide] == [("dgd", 164), ("gt-saga", 611)], wide
+
+
+def test_a_run_of_one_repetition_beside_others_is_not_bold():
+    """Helper 260: a method ranked 3= over ten repetitions, left with one (a partial resume, a frame cut by hand),
+    tied with every method and was bold. One repetition tells nothing: it is not bold, beside others as alone."""
+    f = LeastSquares.synthetic(8, d=4, seed=5)
+    rates = {"dsgd": 0.05, "abm": 0.05}
+    frame = cmp.compare(topology.ring(8, directed=False, weights="metropolis"), f, list(rates), 60, lr=rates,
+                        repeats=3, progress=False)
+    whole = cmp.summary(frame).set_index("algorithm")
+    best = whole["final"].idxmin()
+    assert whole.loc[best, "suboptimality_best"] and whole.loc[best, "rank"] == 1
+    cut = frame[(frame["algorithm"] != best) | (frame["rep"] == 0)]
+    cut.attrs.update(frame.attrs)
+    table = cmp.summary(cut).set_index("algorithm")
+    assert table.loc[best, "rank"] == 1 and table.loc[best, "rank_shared"] and not table.loc[best, "suboptimality_best"]
+
+
 def test_a_method_not_told_from_far_lower_means_is_said_whatever_its_rank():
     """Helper 202: the default comparison's GT-SAGA, Push-SAGA, GT-SVRG and GT-SARAH, 10-13x above 20 methods at 1= in
     every repetition, ranked 4= (three of the 20 told better, over 325 pairs at five repetitions): their rank was not
@@ -6908,6 +6947,12 @@ def test_means_apart_by_less_than_rounding_share_a_rank():
     assert cmp.ranks(finals, scale=0.14, converged=1e-12)["push-pull"] == (2, False)
     outlier = {"a": np.r_[np.full(9, 1e-6), 1e-2], "b": np.full(10, 1e-3)}  # (a's mean above b's, by 9e-7: apart)
     assert cmp.ranks(outlier, scale=1.0) == {"a": (1, False), "b": (2, False)}
+    # the means as they are: EXTRA at 4.4e-16 and DIGing at 2.63e-12, 1.4x above the level 1.87e-12 in every
+    # repetition, had tied (raised to the level first, they were 0.75e-12 apart, helper 260)
+    at_zero = {"extra": np.full(3, 4.441e-16), "diging": np.full(3, 2.628e-12)}
+    assert cmp.ranks(at_zero, scale=4.1644, converged=4.4996e-13) == {"extra": (1, False), "diging": (2, False)}
+    at_zero["diging"] = np.full(3, 1.8e-12)  # (below the level: both at rounding)
+    assert cmp.ranks(at_zero, scale=4.1644, converged=4.4996e-13) == {"extra": (1, True), "diging": (1, True)}
 
 
 def test_an_exact_tuning_refines_the_edges_its_refinement_draws():

@@ -35,8 +35,8 @@ def _wide_ties(table, section, finals, metric, rank, shared, higher, rounding, t
     """``[(section, algorithm, ratio, repetitions)]``: the methods of a shared rank whose mean final value is at least
     :data:`WIDE_TIE` times (``ratio``, the largest) that of a method the tests did not tell better than them
     (``told``: ``{row: the rows told better}``, :func:`~.verdict.ranks_told`'s) in their section (a metric that
-    falls: none where ``higher``), where the tie is the spread's: two repetitions or more that differ, on both
-    sides, their mean above the section's rounding level (``rounding``: ``{section: level}``, as
+    falls: none where ``higher``), where the tie is the spread's: two repetitions or more on both sides, those of
+    one side at least differing, its mean above the section's rounding level (``rounding``: ``{section: level}``, as
     :func:`~.verdict.ranks` reads it; one repetition ties every method, and means at rounding tie: the footnote says
     both, helper 190). Helper 189: over two repetitions GT-SAGA (8.3e-6 +- 6.3e-6) ranked 1= and ABM (3.5e-9) 14=:
     its repetitions spread too widely for Holm's tests to tell it from any, while deterministic methods told each
@@ -54,11 +54,12 @@ def _wide_ties(table, section, finals, metric, rank, shared, higher, rounding, t
         level = (rounding or {}).get(s, 0.0)
         for i in rows:
             own = np.asarray(finals[i][metric], dtype=np.float64)
-            if not bool(shared.iloc[i]) or not means[i] > level or not means[i] > 0 or own.size < 2 \
-                    or not np.ptp(own) > 0:
+            if not bool(shared.iloc[i]) or not means[i] > level or not means[i] > 0 or own.size < 2:
                 continue
             below = [means[i] / means[j] for j in rows if j != i and j not in told.get(i, ()) and means[j] > 0
-                     and np.size(finals[j][metric]) >= 2]  # (one of a single repetition ties every method: its own)
+                     and np.size(finals[j][metric]) >= 2  # (one of a single repetition ties every method: its own)
+                     and (np.ptp(own) > 0 or np.ptp(finals[j][metric]) > 0)]  # (either's spread: DGD, the same in
+            # every repetition, tied with GT-SVRG 164x lower, whose repetitions spread 15x, was not said, helper 260)
             ratio = max(below, default=0.0)
             if ratio >= WIDE_TIE:
                 wide.append((s.replace("|", " / "), str(table["algorithm"].iloc[i]), ratio,
@@ -356,8 +357,10 @@ def summary(frame, metric=None, metrics=(), *, cache=None):
                 told.update(better)
                 for i, (r, tie) in placed.items():
                     rank.iloc[i], shared.iloc[i] = r, tie
-                if len(idx) > 1 and all(np.size(finals[i][m]) < 2 for i in idx):  # one run each: none is best
-                    undecided.update(idx)  # (every one was bolded)
+                if len(idx) > 1:  # a run of one repetition beside others is no best (it ties every method), and
+                    # one run each: none is (every one was bolded; a method ranked 3= over ten repetitions, left
+                    # with one beside them, had been bold, helper 260)
+                    undecided.update(i for i in idx if np.size(finals[i][m]) < 2)
             table[m + "_best"] = (rank == 1).fillna(False).astype(bool) & ~table.index.isin(sorted(undecided))
             if m == metric:
                 table["rank"], table["rank_shared"] = rank, shared
