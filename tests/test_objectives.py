@@ -694,6 +694,38 @@ def test_tables_and_snapshots_by_chunks_equal_one_sample_at_a_time(name, monkeyp
             np.testing.assert_array_equal(states[0][key], states[1][key], err_msg=key)
 
 
+def test_a_chunk_of_samples_that_fails_its_check_is_taken_again_sample_by_sample(monkeypatch):
+    """The chunks of a table are checked once each (finite, of their shape) and copied sample by sample; a chunk
+    that fails is taken again one sample at a time, which raises what it always did: the same DivergenceError
+    as an oracle without ``sample_gradients``, the same message."""
+    import rowstoch_fast as rf
+    from rowstoch_fast.algorithms import _deferred
+    from rowstoch_fast.errors import DivergenceError
+    from rowstoch_fast.objectives import SampleOracle
+    from rowstoch_fast.runner import build_replicas
+
+    class NaNAt10(LeastSquares):
+        def sample_gradient(self, X, idx, nodes=None):
+            G = super().sample_gradient(X, idx, nodes)
+            G[np.asarray(idx) == 10] = np.nan
+            return G
+
+        def sample_gradients(self, X, samples, nodes=None):
+            G = super().sample_gradients(X, samples, nodes)
+            G[np.asarray(samples) == 10] = np.nan
+            return G
+
+    f = NaNAt10.synthetic(4, samples_per_node=30, d=3, seed=4)
+    monkeypatch.setattr(_deferred, "SAMPLE_CHUNK", 7)
+    said = []
+    for oracle in (f.oracle(seed=1), SampleOracle(f.sample_gradient, f.samples_per_node, seed=1)):
+        opt = build_replicas(rf.Algorithm(rf.topology.exponential(4), 0.01, method="gt-saga"), f, 2)
+        with pytest.raises(DivergenceError) as err:
+            opt.initialize(oracle)
+        said.append(str(err.value))
+    assert said[0] == said[1] and "non-finite gradient at iteration 0" in said[0], said
+
+
 def test_gradient_at_follows_a_subclass_own_value_and_gradient_at():
     """An objective that defines its own value_and_gradient_at (not gradient_at): the records' gradient is that
     one's, not the base class's full pass."""
