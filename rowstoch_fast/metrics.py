@@ -108,7 +108,8 @@ class NetworkMetrics:
 
     @property
     def lemma5_threshold(self):
-        """``(2 ln kappa + 2 ln n) / (1 - beta)``: beyond it, ``1/[A^k]_ii <= 2 n kappa`` (Lemma 7)."""
+        """``(2 ln kappa + 2 ln n) / (1 - beta)``: beyond it, ``1/[A^k]_ii <= 2 n kappa`` (Lemma 7 of the ICML
+        version; the name keeps the preprint's numbering, Lemma 5)."""
         return lemma5_threshold(self.n, self.beta, self.kappa)
 
     def recommended_rounds(self):
