@@ -109,7 +109,7 @@ class NetworkMetrics:
     @property
     def lemma5_threshold(self):
         """``(2 ln kappa + 2 ln n) / (1 - beta)``: beyond it, ``1/[A^k]_ii <= 2 n kappa`` (Lemma 7 of the ICML
-        version; the name keeps the preprint's numbering, Lemma 5)."""
+        version; the name keeps an earlier numbering)."""
         return lemma5_threshold(self.n, self.beta, self.kappa)
 
     def recommended_rounds(self):
