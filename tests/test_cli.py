@@ -1124,3 +1124,18 @@ def test_the_tracker_s_memory_refusal_speaks_the_command_line_s_words(tmp_path, 
     err = capsys.readouterr().err
     assert "out of memory: the exact diagonal tracker needs" in err and "use --tracker perron" in err
     assert "ROWSTOCH_TRACKER_MAX_BYTES" in err and "tracker='" not in err and "max_bytes" not in err
+
+
+@pytest.mark.parametrize("args, said", [
+    (["run", "--lr", "1e-320"], "error: --lr = 1e-320 is subnormal"),
+    (["compare", "--awake", "1e-320", "--algorithms", "dsgd", "--lr", "0.01", "--rounds-budget", "10"],
+     "error: --awake = 1e-320 is subnormal"),
+    (["run", "--iterations", str(10**40)], "error: --iterations must be <= 2^62"),
+    (["run", "--algorithm", "extra"], "e.g. --undirected --weights metropolis"),
+])
+def test_a_refusal_by_the_library_s_name_of_a_value_says_the_option(tmp_path, capsys, args, said):
+    """Helper 261: refusals that named the library's parameter (q, lr, iterations, weights='metropolis'), not the
+    option that sets it."""
+    rc = cli.main([*args, "--n", "4", "--no-progress", "--out", str(tmp_path / "o")])
+    err = capsys.readouterr().err
+    assert rc == 2 and said in err and len(err.strip().splitlines()) == 1, err

@@ -4267,7 +4267,8 @@ def test_format_none_writes_the_tables_alone_and_its_default_is_the_environment_
     (["--lr", "0.1", "--lr", "0.2"], ["--lr must be one number for all, or NAME=VALUE,...", "'0.1,0.2'"]),
     (["--metric", "suboptimality,accuracy"], ["--metric must be a comma-separated list of", "'accuracy'"]),
     (["--metric", ""], ["--metric was given an empty value"]),
-    (["--x", "time"], ["--x must be a comma-separated list of rounds, gradients, bytes, seconds"]),
+    (["--x", "time"], ["--x takes one of rounds, gradients, bytes, seconds, cost, got 'time'"]),
+    (["--x", "bytes", "--format", "none"], ["--x is not read with --format none"]),  # (ignored, helper 261)
     (["--format", "png,jpg"], ["--format must be a comma-separated list of png, pdf, svg", "'jpg'"]),
     (["--weights", "metropolis"], ["needs an undirected graph", "--undirected"]),
     (["--undirected", "--topology", "grid"], ["--undirected is for exponential, ring, erdos_renyi"]),

@@ -64,6 +64,8 @@ def test_the_default_plan():
     (["--data-seed", "3"], "reproduce k-gt-local-steps takes no --data-seed"),
     (["--graphs", "ring"], "reproduce k-gt-local-steps takes no --graphs"),
     (["--repeats", "0"], "--repeats"),
+    (["--iterations", str(2**62 + 1)], "--iterations is at most 576460752303423488 (2^62 iterations a run, 8 local "
+                                       "steps a round)"),  # (a traceback, helper 261)
 ])
 def test_bad_options_are_refused_in_one_line_before_anything_is_written(tmp_path, capsys, args, fragment):
     out = tmp_path / "kgt"

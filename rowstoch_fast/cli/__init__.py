@@ -61,7 +61,11 @@ class _Terminated:
 #: Python keywords in the library's messages and the options that set them on the command line.
 _KEYWORD_OPTIONS = {"tracker='perron'": "--tracker perron", "tracker='exact'": "--tracker exact",
                     "or raise max_bytes": "or raise ROWSTOCH_TRACKER_MAX_BYTES",
-                    "raise max_work / ROWSTOCH_TRACKER_MAX_WORK": "raise ROWSTOCH_TRACKER_MAX_WORK"}
+                    "raise max_work / ROWSTOCH_TRACKER_MAX_WORK": "raise ROWSTOCH_TRACKER_MAX_WORK",
+                    "; lower repeats": "; lower --repeats", "e.g. weights='metropolis'": "e.g. --undirected --weights "
+                    "metropolis", "iterations must be <= 2^62": "--iterations must be <= 2^62"}  # (helper 261)
+#: A value the library refused by its parameter's name at the start of a message, and the option that sets it.
+_REFUSED_NAMES = {"lr": "--lr", "q": "--awake", "rate": "--rate", "noise": "--noise", "alpha": "--alpha"}
 #: The same, where the command names it its own way (a multi-round method's rounds: ``--mg-rounds`` of compare).
 _COMMAND_OPTIONS = {"run": {"lower rounds or the batch": "lower --rounds or --batch",
                             "lower the rounds": "lower --rounds"},
@@ -74,7 +78,7 @@ def _in_option_words(text, command=None):
     :data:`_COMMAND_OPTIONS` of ``command``)."""
     for keyword, option in {**_KEYWORD_OPTIONS, **_COMMAND_OPTIONS.get(command, {})}.items():
         text = text.replace(keyword, option)
-    return text
+    return re.sub(r"^(\w+)(?= = \S+ is subnormal)", lambda m: _REFUSED_NAMES.get(m.group(1), m.group(1)), text)
 
 
 def _utf8_bytes(exc):

@@ -489,8 +489,12 @@ def _check_objective_args(args):
 
 def _as_options(message, options):
     """An error of the Python API as the command line's: the argument names it mentions (``rounds_budget =
-    5 ...``) become the options that set them (``--rounds-budget = 5 ...``)."""
-    return re.sub(r"(?<![\w-])(" + "|".join(options) + r")(?![\w-])", lambda m: options[m.group(1)], message)
+    5 ...``) become the options that set them (``--rounds-budget = 5 ...``). What the user's code raised, quoted
+    after ``raised ValueError: ``, is left as it was (a metric's "metric fails" had read "--metric fails", helper
+    261)."""
+    quoted = re.search(r" raised [A-Za-z_][\w.]*: ", message)
+    head, tail = (message[:quoted.end()], message[quoted.end():]) if quoted else (message, "")
+    return re.sub(r"(?<![\w-])(" + "|".join(options) + r")(?![\w-])", lambda m: options[m.group(1)], head) + tail
 
 
 def refuse_on_every_rank(args, refused):

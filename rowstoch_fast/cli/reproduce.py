@@ -6,6 +6,7 @@ from __future__ import annotations
 import contextlib
 import os
 
+from .._checks import MAX_ROUNDS
 from ..errors import UsageError
 from ._common import _writable_folder, progress_option, refuse_shared_launch
 
@@ -172,6 +173,11 @@ def cmd_reproduce(args):
     if (args.iterations or least) < least:  # (a traceback after --out was made, before)
         raise UsageError(f"reproduce {args.figure}: --iterations is the communication rounds of each run, at least "
                          f"{least} ({why}), got {args.iterations}")
+    most = MAX_ROUNDS // (max(experiments.KGT_LOCAL_STEPS) if args.figure == "k-gt-local-steps" else 1)
+    if (args.iterations or 0) > most:  # (a traceback past 2^62 iterations, helper 261)
+        raise UsageError(f"reproduce {args.figure}: --iterations is at most {most} (2^62 iterations a run"
+                         + (f", {max(experiments.KGT_LOCAL_STEPS)} local steps a round" if most < MAX_ROUNDS else "")
+                         + f"), got {args.iterations}")
     _check_inputs(args)
     _writable_folder(args.out, "--out")
     earlier_outputs(args.out, args.figure, args.overwrite)  # (last: --overwrite removes them only when the run
