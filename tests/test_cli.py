@@ -708,7 +708,7 @@ def test_repetitions_past_what_memory_can_index_are_named(tmp_path, capsys):
                      str(2**62), "--out", str(tmp_path / "r")])
     err = capsys.readouterr().err
     assert code == 2 and err.startswith("rowstoch: error: out of memory: run(repeats=4611686018427387904)"), err
-    assert "lower repeats" in err
+    assert "lower --repeats" in err
 
 
 def test_a_non_ascii_file_name_under_the_c_locale(tmp_path):

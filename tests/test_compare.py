@@ -4282,7 +4282,7 @@ def test_format_none_writes_the_tables_alone_and_its_default_is_the_environment_
     (["--loss", "0,1.5"], ["--loss must be in [0, 1)"]),
     (["--jobs", "0"], ["--jobs: expected a positive integer"]),
     (["--progress", "--no-progress"], ["not allowed with argument"]),
-    (["--repeats", "1000000000"], ["out of memory: the runs' iterates", "lower repeats"]),
+    (["--repeats", "1000000000"], ["out of memory: the runs' iterates", "lower --repeats"]),
     (["--config", "."], ["--config '.' is a folder"]),
 ])
 def test_cli_compare_bad_input_is_one_line(tmp_path, args, fragments):
