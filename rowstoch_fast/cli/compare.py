@@ -215,7 +215,8 @@ def _compare(args):
         except ValueError as exc:
             raise UsageError(f"--cost-weights: {exc}") from None
     formats = _figure_formats(args)
-    if not formats and not args.live and "--x" in args.given:  # (accepted and ignored, helper 261)
+    if not formats and not args.live and "--x" in args.given and "--format" in args.given \
+            and x_axis[0] != "cost":  # (accepted and ignored, helper 261; cost is a column of compare.csv too)
         raise UsageError("--x is not read with --format none: it is the figures' axis, and none is drawn")
     if formats or args.live:  # (the figures come last: a backend that cannot load is refused before the work)
         try:
