@@ -1132,6 +1132,7 @@ def test_the_tracker_s_memory_refusal_speaks_the_command_line_s_words(tmp_path, 
      "error: --awake = 1e-320 is subnormal"),
     (["run", "--iterations", str(10**40)], "error: --iterations must be <= 2^62"),
     (["run", "--algorithm", "extra"], "e.g. --undirected --weights metropolis"),
+    (["run", "--algorithm", "feddyn", "--hyper", "alpha=5e-324"], "error: --hyper alpha = 5e-324 is subnormal"),
 ])
 def test_a_refusal_by_the_library_s_name_of_a_value_says_the_option(tmp_path, capsys, args, said):
     """Helper 261: refusals that named the library's parameter (q, lr, iterations, weights='metropolis'), not the

@@ -5100,6 +5100,16 @@ def test_a_method_whose_repetitions_agree_tied_with_a_spread_one_far_below_is_sa
                              pd.Series([placed[label][1] for label in labels]), False, {"": 1e-12},
                              {labels.index(b): {labels.index(a) for a in told[b]} for b in labels})
     assert [(name, round(ratio)) for _, name, ratio, _ in wide] == [("dgd", 164), ("gt-saga", 611)], wide
+    # a method 1.05x the rounding level tied with one at f* whose repetitions spread around it is the margin's tie,
+    # not the spread's: not said (it had read "2.1e10x lower", helper 262)
+    near = {"flat": np.full(3, 1.05e-12), "at_f": np.array([1e-16, 3e-16, 2e-17])}
+    placed, told = verdict.ranks_told(near, scale=1.0, reps={label: [0, 1, 2] for label in near})
+    labels = list(near)
+    assert tables._wide_ties(pd.DataFrame({"algorithm": labels}), pd.Series([""] * 2),
+                             [{"final": near[label]} for label in labels], "final",
+                             pd.Series([placed[label][0] for label in labels], dtype="Int64"),
+                             pd.Series([placed[label][1] for label in labels]), False, {"": 1e-12},
+                             {labels.index(b): {labels.index(a) for a in told[b]} for b in labels}) == []
 
 
 def test_a_run_of_one_repetition_beside_others_is_not_bold():
@@ -6954,6 +6964,10 @@ def test_means_apart_by_less_than_rounding_share_a_rank():
     assert cmp.ranks(at_zero, scale=4.1644, converged=4.4996e-13) == {"extra": (1, False), "diging": (2, False)}
     at_zero["diging"] = np.full(3, 1.8e-12)  # (below the level: both at rounding)
     assert cmp.ranks(at_zero, scale=4.1644, converged=4.4996e-13) == {"extra": (1, True), "diging": (1, True)}
+    # a value below 0 (f* overshot) counts as 0 in the means compared: one repetition at -20x the level had pulled
+    # B's mean back into rounding beside A at 0 (helper 262)
+    below = {"A": np.zeros(10), "B": np.r_[np.full(9, 3e-12), -20e-12]}
+    assert cmp.ranks(below, scale=1.0, converged=1e-12) == {"A": (1, False), "B": (2, False)}
 
 
 def test_an_exact_tuning_refines_the_edges_its_refinement_draws():

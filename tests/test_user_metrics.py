@@ -647,12 +647,14 @@ def test_a_metric_s_own_error_is_quoted_as_it_was_raised(tmp_path, capsys):
     fails". What the user's code raised is quoted as it was."""
     module = tmp_path / "bad_metric.py"
     module.write_text("import rowstoch_fast\n\n\n@rowstoch_fast.register_metric('my_metric', ranked=True)\n"
-                      "def my_metric(state):\n    raise ValueError('metric fails: repeats and lr')\n")
+                      "def my_metric(state):\n    raise ValueError(\"metric fails: repeats and lr; needs tracker='exact'; "
+                      "lower repeats\")\n")
     rc = cli.main(["compare", "--n", "4", "--rounds-budget", "20", "--repeats", "2", "--algorithms", "pull-diag-gt",
                    "--lr", "0.01", "--format", "none", "--no-progress", "--metric", "my_metric", "--metrics-module",
                    str(module), "--out", str(tmp_path / "o")])
     err = capsys.readouterr().err
-    assert rc == 2 and "raised ValueError: metric fails: repeats and lr" in err, err
+    assert rc == 2 and "raised ValueError: metric fails: repeats and lr; needs tracker='exact'; lower repeats" in err, \
+        err
 
 
 # ---------------------------------------------------------------- oracle-call counters (issue 54)

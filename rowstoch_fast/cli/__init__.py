@@ -65,7 +65,10 @@ _KEYWORD_OPTIONS = {"tracker='perron'": "--tracker perron", "tracker='exact'": "
                     "; lower repeats": "; lower --repeats", "e.g. weights='metropolis'": "e.g. --undirected --weights "
                     "metropolis", "iterations must be <= 2^62": "--iterations must be <= 2^62"}  # (helper 261)
 #: A value the library refused by its parameter's name at the start of a message, and the option that sets it.
-_REFUSED_NAMES = {"lr": "--lr", "q": "--awake", "rate": "--rate", "noise": "--noise", "alpha": "--alpha"}
+_REFUSED_NAMES = {"lr": "--lr", "q": "--awake", "rate": "--rate", "noise": "--noise"}
+#: The same, a command's own (``alpha``: reproduce's Dirichlet ``--alpha``; run's is FedDyn's or SONATA's, given as
+#: ``--hyper alpha=...``, helper 262).
+_COMMAND_REFUSED_NAMES = {"reproduce": {"alpha": "--alpha"}, "run": {"alpha": "--hyper alpha"}}
 #: The same, where the command names it its own way (a multi-round method's rounds: ``--mg-rounds`` of compare).
 _COMMAND_OPTIONS = {"run": {"lower rounds or the batch": "lower --rounds or --batch",
                             "lower the rounds": "lower --rounds"},
@@ -76,9 +79,12 @@ _COMMAND_OPTIONS = {"run": {"lower rounds or the batch": "lower --rounds or --ba
 def _in_option_words(text, command=None):
     """The library's advice in ``text`` in the command line's words (:data:`_KEYWORD_OPTIONS`, and
     :data:`_COMMAND_OPTIONS` of ``command``)."""
+    quoted = re.search(r" raised [A-Za-z_][\w.]*: ", text)  # (what the user's code raised: as it was, helper 262)
+    text, tail = (text[:quoted.end()], text[quoted.end():]) if quoted else (text, "")
     for keyword, option in {**_KEYWORD_OPTIONS, **_COMMAND_OPTIONS.get(command, {})}.items():
         text = text.replace(keyword, option)
-    return re.sub(r"^(\w+)(?= = \S+ is subnormal)", lambda m: _REFUSED_NAMES.get(m.group(1), m.group(1)), text)
+    names = {**_REFUSED_NAMES, **_COMMAND_REFUSED_NAMES.get(command, {})}
+    return re.sub(r"^(\w+)(?= = \S+ is subnormal)", lambda m: names.get(m.group(1), m.group(1)), text) + tail
 
 
 def _utf8_bytes(exc):

@@ -56,7 +56,9 @@ def _wide_ties(table, section, finals, metric, rank, shared, higher, rounding, t
             own = np.asarray(finals[i][metric], dtype=np.float64)
             if not bool(shared.iloc[i]) or not means[i] > level or not means[i] > 0 or own.size < 2:
                 continue
-            below = [means[i] / means[j] for j in rows if j != i and j not in told.get(i, ()) and means[j] > 0
+            below = [means[i] / max(means[j], level) for j in rows if j != i and j not in told.get(i, ())
+                     and means[j] > 0  # (one at rounding raised to it, as ranks reads it: a method at 1.05x the
+                     # level had been said "2.1e10x" above one at f*, a tie of the margin, helper 262)
                      and np.size(finals[j][metric]) >= 2  # (one of a single repetition ties every method: its own)
                      and (np.ptp(own) > 0 or np.ptp(finals[j][metric]) > 0)]  # (either's spread: DGD, the same in
             # every repetition, tied with GT-SVRG 164x lower, whose repetitions spread 15x, was not said, helper 260)

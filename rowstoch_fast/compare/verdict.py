@@ -1503,9 +1503,10 @@ def ranks_told(finals, scale=None, higher_is_better=False, converged=CONVERGED, 
         raw = np.asarray(finals[label], dtype=np.float64)
         v = np.log(np.maximum(raw, floor))
         se[k] = float(np.std(v, ddof=1) / math.sqrt(len(v))) if len(v) > 1 else 0.0
-        mean[k], level[k], count[k] = sign * float(np.mean(v)), sign * float(np.mean(raw)), len(v)  # (level: the
-        # raw mean; raised to the floor first, a method 1.4x above it in every repetition had tied one at 0, helper
-        # 260)
+        mean[k], level[k], count[k] = sign * float(np.mean(v)), sign * float(np.mean(np.maximum(raw, 0.0))), len(v)
+        # (level: the mean as it is, but below 0; raised to the floor first, a method 1.4x above it in every
+        # repetition had tied one at 0, helper 260; one repetition far below f* pulled a mean back into rounding,
+        # helper 262)
     if all(np.size(finals[label]) < 2 for label in labels):  # one run each: no spread to tell any two apart
         # (a 1.6% gap from one seed ranked a method 1st, and 3rd on the next seed)
         return {b: (1, len(labels) > 1) for b in labels}, {b: set() for b in labels}
