@@ -19,8 +19,8 @@ from ..io import load_matrix  # noqa: F401 (the command line's readers, as befor
 from ..topology import by_name as build_topology  # noqa: F401
 from ..network import options as network_options
 from ..report import check_backend
-from ._common import (_as_options, _created, _error, configure_logging, drop_turned_off, parsed_settings,
-                      remove_created)
+from ._common import (_as_options, _created, _error, configure_logging, drop_turned_off, outside_the_raised,
+                      parsed_settings, remove_created)
 from .parser import make_parser
 
 __all__ = ["main", "make_parser"]
@@ -78,13 +78,16 @@ _COMMAND_OPTIONS = {"run": {"lower rounds or the batch": "lower --rounds or --ba
 
 def _in_option_words(text, command=None):
     """The library's advice in ``text`` in the command line's words (:data:`_KEYWORD_OPTIONS`, and
-    :data:`_COMMAND_OPTIONS` of ``command``)."""
-    quoted = re.search(r" raised [A-Za-z_][\w.]*: ", text)  # (what the user's code raised: as it was, helper 262)
-    text, tail = (text[:quoted.end()], text[quoted.end():]) if quoted else (text, "")
-    for keyword, option in {**_KEYWORD_OPTIONS, **_COMMAND_OPTIONS.get(command, {})}.items():
-        text = text.replace(keyword, option)
+    :data:`_COMMAND_OPTIONS` of ``command``), outside what the user's code raised (helper 262)."""
+    keywords = {**_KEYWORD_OPTIONS, **_COMMAND_OPTIONS.get(command, {})}
     names = {**_REFUSED_NAMES, **_COMMAND_REFUSED_NAMES.get(command, {})}
-    return re.sub(r"^(\w+)(?= = \S+ is subnormal)", lambda m: names.get(m.group(1), m.group(1)), text) + tail
+
+    def rewrite(head):
+        for keyword, option in keywords.items():
+            head = head.replace(keyword, option)
+        return re.sub(r"^(\w+)(?= = \S+ is subnormal)", lambda m: names.get(m.group(1), m.group(1)), head)
+
+    return outside_the_raised(text, rewrite)
 
 
 def _utf8_bytes(exc):

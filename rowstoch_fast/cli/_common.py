@@ -487,14 +487,19 @@ def _check_objective_args(args):
         raise UsageError(f"--objective {args.objective} runs in float64 only (drop --dtype)")
 
 
+def outside_the_raised(message, rewrite):
+    """``rewrite(text)`` of ``message`` up to what the user's code raised, quoted after ``raised ValueError: ``,
+    which is kept as it was (a metric's "metric fails" had read "--metric fails", helper 261)."""
+    quoted = re.search(r" raised [A-Za-z_][\w.]*: ", message)
+    return rewrite(message[:quoted.end()]) + message[quoted.end():] if quoted else rewrite(message)
+
+
 def _as_options(message, options):
     """An error of the Python API as the command line's: the argument names it mentions (``rounds_budget =
-    5 ...``) become the options that set them (``--rounds-budget = 5 ...``). What the user's code raised, quoted
-    after ``raised ValueError: ``, is left as it was (a metric's "metric fails" had read "--metric fails", helper
-    261)."""
-    quoted = re.search(r" raised [A-Za-z_][\w.]*: ", message)
-    head, tail = (message[:quoted.end()], message[quoted.end():]) if quoted else (message, "")
-    return re.sub(r"(?<![\w-])(" + "|".join(options) + r")(?![\w-])", lambda m: options[m.group(1)], head) + tail
+    5 ...``) become the options that set them (``--rounds-budget = 5 ...``), outside what the user's code raised
+    (:func:`outside_the_raised`)."""
+    pattern = re.compile(r"(?<![\w-])(" + "|".join(options) + r")(?![\w-])")
+    return outside_the_raised(message, lambda text: pattern.sub(lambda m: options[m.group(1)], text))
 
 
 def refuse_on_every_rank(args, refused):
