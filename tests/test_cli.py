@@ -666,6 +666,22 @@ def test_a_split_that_drops_samples_says_how_many_and_what_became_of_the_labels(
     assert "warning" not in capsys.readouterr().err
 
 
+def test_experiment_json_says_how_the_data_were_made_and_split(tmp_path):
+    """Helper 261: under --split iid|sorted experiment.json's objective dropped the generator, its seed, total and
+    heterogeneity (kept under the contiguous split); it now keeps them and names the split (and the seed it drew,
+    where it drew one)."""
+    common = ["compare", "--n", "4", "--algorithms", "dsgd", "--rounds-budget", "4", "--repeats", "1", "--lr", "0.1",
+              "--total", "400", "--data-seed", "7", "--format", "none", "--no-progress", "--out"]
+    for split, extra in (("contiguous", {}), ("iid", {"split_seed": 7}), ("sorted", {})):
+        out = tmp_path / split
+        assert cli.main([*common, str(out), "--split", split]) == 0
+        objective = json.loads((out / "experiment.json").read_text())["graphs"]["exponential"]["objective"]
+        expected = {"generator": "synthetic", "total": 400, "seed": 7, "heterogeneity": 0.0}
+        if split != "contiguous":
+            expected.update(split=split, **extra)
+        assert {k: objective.get(k) for k in (*expected, "split_seed")} == {"split_seed": None, **expected}, objective
+
+
 def test_a_data_file_whose_loss_overflows_at_the_start_is_refused(tmp_path, capsys):
     """Helper 180: features of 1e200 overflowed the least-squares loss at the start; every method ran, each was
     reported `diverged` ("not finite from the start") and the command exited 0."""

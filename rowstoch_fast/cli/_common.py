@@ -323,6 +323,10 @@ def _objective_from_args(args, n):
                     test_data=f.test_data, **f._regulariser())
     if hasattr(f, "x_opt"):
         again.x_opt = f.x_opt
+    # (what made the data, and how it was split: experiment.json's objective had dropped the generator, its seed,
+    # total and heterogeneity under --split iid|sorted, helper 261)
+    again.source = {**getattr(f, "source", {}), "split": split,
+                    **({} if split == "sorted" else {"split_seed": args.data_seed})}  # ("sorted" draws nothing)
     return again
 
 
