@@ -35,6 +35,15 @@ SAMPLE_CHUNK = 256
 #: the objective computes it): what GT-SVRG's snapshot adds to its two blocks a node.
 SAMPLE_CHUNK_BYTES = 16 << 20
 
+
+def _widens(given, block):
+    """Whether every value of a float dtype ``given`` is one of ``block``'s float dtype (float32 into float64): a
+    chunk of a float32 objective's sample gradients under a float64 optimizer copied as the per-sample path copies
+    it, exactly (helper 262: that case had taken the per-sample path, 2.3x the time)."""
+    block = np.dtype(block)
+    return given.kind == "f" and block.kind == "f" and np.can_cast(given, block, "safe")
+
+
 #: A loss-robust push-sum method whose iterates became non-finite while a node's weight was below this fraction of
 #: the weight it settles at where no message is lost (``n pi``: 1 on a ring) is told that its in-links delivered
 #: nothing for many rounds (:meth:`~rowstoch_fast.DivergenceError.stranded`) rather than "lr too large?": robust
@@ -144,8 +153,9 @@ class FailureHandling:
                 G = many(X, ids)
             except (ValueError, TypeError):  # (the per-sample path names it, as it would have)
                 return first
-            if not (type(G) is np.ndarray and G.shape == (ids.size, *self._shape) and G.dtype == self._ops.dtype
-                    and G.flags.c_contiguous and self._ops.is_finite(G.reshape(ids.size, -1))):
+            if not (type(G) is np.ndarray and G.shape == (ids.size, *self._shape) and G.flags.c_contiguous
+                    and (G.dtype == self._ops.dtype or _widens(G.dtype, self._ops.dtype))
+                    and self._ops.is_finite(G.reshape(ids.size, -1))):
                 return first
             for k, s in enumerate(ids.tolist()):
                 out_for(s)[...] = self._internal(G[k])
