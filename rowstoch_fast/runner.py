@@ -631,24 +631,27 @@ def _measured(opt, objective, oracle, metrics, x, deviation, y, g):
     wanted = {m for m in metrics if isinstance(m, str)}
     best = optimum_of(objective) if {"suboptimality", "distance"} & wanted else None
     dtype = precision_of(objective)  # (a float64 model beyond a float32 objective's range records inf, as a NaN)
+    per_call = _replicas_per_call(objective, X.shape[0])
     out = {}
     with np.errstate(over="ignore", invalid="ignore"):  # a diverging run records inf; _warn_if_growing says so
         if {"suboptimality", "grad_norm_mean"} & wanted:  # one pass at the mean of the node models
             if best is not None:
-                f_mean, g_mean = _where_finite(objective.value_and_gradient_at, X.mean(axis=1), dtype)
+                f_mean, g_mean = _where_finite(objective.value_and_gradient_at, X.mean(axis=1), dtype,
+                                              per_call)
                 out["suboptimality"] = f_mean - best.value
             else:  # (the gradient alone: the same bits, no values to compute)
-                g_mean = _where_finite(_gradient_at(objective), X.mean(axis=1), dtype)
+                g_mean = _where_finite(_gradient_at(objective), X.mean(axis=1), dtype, per_call)
             out["grad_norm_mean"] = np.linalg.norm(objective.stationarity(X.mean(axis=1), g_mean), axis=-1)
         if best is not None and "distance" in wanted:
             out["distance"] = np.linalg.norm(X - best.x, axis=-1).mean(axis=-1)
         if {"grad_norm", "loss"} & wanted:
-            G_full, L = _where_finite(objective.evaluate, X, dtype)  # one pass for the gradient metric and the loss
+            G_full, L = _where_finite(objective.evaluate, X, dtype, per_call)  # (one pass: the gradient metric, loss)
             out["grad_norm"] = np.linalg.norm(objective.stationarity(X.mean(axis=1), G_full.mean(axis=-2)), axis=-1)
             out["loss"] = L.mean(axis=-1)
         centroid = np.einsum("n,rnd->rd", pi, X)
         if "grad_norm_centroid" in wanted:
-            out["grad_norm_centroid"] = np.atleast_1d(_where_finite(objective.gradient_norm_at, centroid, dtype))
+            out["grad_norm_centroid"] = np.atleast_1d(
+                _where_finite(objective.gradient_norm_at, centroid, dtype, per_call))
         if "consensus_error" in wanted:
             out["consensus_error"] = np.linalg.norm((X - centroid[:, None, :]).reshape(X.shape[0], -1), axis=1)
         if deviation and "descent_deviation" in wanted:
@@ -709,11 +712,38 @@ def _untouched(opt):
     return token, tuple((k, id(v)) for k, v in getattr(opt, "_hyper", {}).items())
 
 
-def _where_finite(fn, P, dtype=np.float64):
+#: The multiply-adds one call of a record may ask of the objective (replicas x nodes x samples x d): where its
+#: replicas would ask more, their points are measured a chunk of replicas at a time, so that a record of many
+#: replicas on large data answers Ctrl-C and SIGTERM between chunks (a record of 100,000 replicas, 51,200 samples a
+#: node, had been one compiled call of ~100 s that no signal stopped, helper 261). About 0.1 s of the logistic pass.
+RECORD_CALL_WORK = 1 << 27
+
+
+def _replicas_per_call(objective, replicas):
+    """How many replicas' points one call of a record gives the objective (:data:`RECORD_CALL_WORK`): all of them,
+    or a multiple of 8 (the replicas the compiled passes take together), at least 1. An objective's pass costs about
+    ``n d`` times its samples a node (``d`` for one without samples: a quadratic's matrices)."""
+    try:
+        n, d = int(getattr(objective, "n", 1) or 1), int(getattr(objective, "d", 1) or 1)
+        per = n * d * max(1, int(getattr(objective, "samples_per_node", 0) or 0) or d)
+    except (TypeError, ValueError, OverflowError):  # (an objective of the user's with sizes of its own kind)
+        return replicas
+    size = max(1, RECORD_CALL_WORK // per)
+    return replicas if size >= replicas else (size - size % 8 if size >= 8 else size)
+
+
+def _where_finite(fn, P, dtype=np.float64, per_call=None):
     """``fn(P)`` for a block of points, one per replica (the first axis), where a replica's point that is not
     finite in ``dtype``, the objective's (the mean of huge but finite models overflows; a float64 model beyond a
     float32 objective's range), gets inf in every output instead of the objective's refusal of a non-finite
-    input: a diverging replica records inf, and the others their values."""
+    input: a diverging replica records inf, and the others their values. ``per_call``: the replicas one call of
+    ``fn`` takes at most (:func:`_replicas_per_call`; the outputs of its calls are joined along the first axis:
+    the same values, each replica's point measured alone by the package's objectives)."""
+    if per_call is not None and P.shape[0] > per_call:
+        parts = [_where_finite(fn, P[a:a + per_call], dtype) for a in range(0, P.shape[0], per_call)]
+        if isinstance(parts[0], tuple):
+            return tuple(np.concatenate([np.atleast_1d(p[k]) for p in parts]) for k in range(len(parts[0])))
+        return np.concatenate([np.atleast_1d(p) for p in parts])
     ok = (np.abs(P) <= np.finfo(dtype).max).reshape(P.shape[0], -1).all(axis=1)  # (NaN and inf compare false)
     if ok.all():
         return fn(P)
@@ -727,16 +757,18 @@ def _where_finite(fn, P, dtype=np.float64):
 
 def _record(opt, objective, oracle, rows, t0_wall, metrics=METRICS):
     """Append the metrics of the current iterate to ``rows`` (those not in ``metrics`` as NaN: each costs up to a
-    pass over the data), the extra metrics of ``metrics`` after ``wall_seconds``."""
+    pass over the data), the extra metrics of ``metrics`` after ``wall_seconds``; returns the seconds it took."""
+    start = time.perf_counter()
     values = record_metrics(opt, objective, oracle, metrics)
     if values is None:
-        return
+        return time.perf_counter() - start
     wall = time.perf_counter() - t0_wall
     columns = [values[m] for m in METRICS]
     extra = [values[m.name] for m in metrics if not isinstance(m, str)]
     head = (opt.iteration, opt.communication_rounds, opt.samples_drawn(batch_of(objective)))
     rows.extend([(*head, oracle.rep_offset + r, *(float(c[r]) for c in columns), wall, *(float(c[r]) for c in extra))
                  for r in range(len(columns[0]))])
+    return time.perf_counter() - start
 
 
 def build_replicas(algorithm, objective, repeats, x0=None):
@@ -1375,8 +1407,9 @@ def run(algorithm, objective, iterations, *, record_every=None, repeats=1, seed=
     try:
         agreed.__enter__()
         try:
-            opt, oracle, rows, t0, bar = _set_up(algorithm, objective, iterations, repeats, x0, seed, first_repeat,
-                                                 resume, meta, due, record_at, record_every, metrics, progress)
+            opt, oracle, rows, t0, bar, slowest = _set_up(algorithm, objective, iterations, repeats, x0, seed,
+                                                          first_repeat, resume, meta, due, record_at, record_every,
+                                                          metrics, progress)
         except DivergenceError as exc:  # (the gradients at the start: the error carries its history as every
             # DivergenceError of a run does, compare() read it and raised AttributeError: the start's record of each
             # repetition, its metrics NaN, as they are at a non-finite gradient)
@@ -1409,7 +1442,7 @@ def run(algorithm, objective, iterations, *, record_every=None, repeats=1, seed=
                 if bar is not None:
                     bar.update(1)
                 if opt.iteration in due:
-                    _record(opt, objective, oracle, rows, t0, metrics)
+                    slowest = max(slowest, _record(opt, objective, oracle, rows, t0, metrics))
                 if checkpoint and opt.iteration % checkpoint_every == 0:
                     _save_checkpoint(checkpoint, opt, oracle, rows, meta, time.perf_counter() - t0)
                 agreed.check(opt.iteration)
@@ -1455,7 +1488,7 @@ def run(algorithm, objective, iterations, *, record_every=None, repeats=1, seed=
                 exc.history = History(rows, meta)
                 raise
         if interrupted and _record_stop and rows and rows[-1][0] != opt.iteration:
-            rows = _record_where_stopped(opt, objective, oracle, rows, t0, metrics)
+            rows = _record_where_stopped(opt, objective, oracle, rows, t0, metrics, slowest)
         grew = _warn_if_growing(rows, algorithm.lr)
         if grew:  # (compare marks such a run diverged)
             meta["grew"] = grew
@@ -1540,17 +1573,18 @@ def _set_up(algorithm, objective, iterations, repeats, x0, seed, first_repeat, r
                    "repetitions)",
                    "record less often (a larger record_every, --record-every) or fewer repetitions")
     t0 = time.perf_counter() - wall_offset
+    seconds = 0.0  # (the record's: an interrupted run's record where it stopped is taken where records are quick)
     if resume is None or (opt.iteration in due and not any(row[0] == opt.iteration for row in rows)):
         # (a resumed run whose record of this iteration was cut short by the interruption takes it now: its
         # records are those of an uninterrupted run)
-        _record(opt, objective, oracle, rows, t0, metrics)
+        seconds = _record(opt, objective, oracle, rows, t0, metrics)
         if resume is None:
             _warn_overflowing_start(objective, rows, metrics, x0)
             _warn_unmeasured(objective, rows, metrics)
     if bar is not None:
         bar.n = bar.last_print_n = opt.iteration
         bar.set_description(meta["algorithm"], refresh=True)
-    return opt, oracle, rows, t0, bar
+    return opt, oracle, rows, t0, bar, seconds
 
 
 #: The metrics every objective defines at any finite point (the others: NaN where it has no optimum, no test data,
@@ -1594,13 +1628,26 @@ def _warn_unmeasured(objective, rows, metrics):
                       f"record of {'it' if len(nan) == 1 else 'them'} will be NaN", RuntimeWarning, stacklevel=4)
 
 
-def _record_where_stopped(opt, objective, oracle, rows, t0, metrics):
+#: An interrupted run in one process takes its record where it stopped where the run's records took at most this
+#: many seconds each: a stop is asked to be quick (a scheduler's SIGTERM is followed by a SIGKILL), and a record of
+#: 20,000 replicas on 51,200 samples a node takes a minute.
+STOP_RECORD_SECONDS = 3.0
+
+
+def _record_where_stopped(opt, objective, oracle, rows, t0, metrics, slowest=0.0):
     """``rows`` with a record of the iteration an interrupted run stopped at (not in its checkpoint, whose records
     stay those of an uninterrupted run): a run of 10^9 iterations stopped after hours had kept its start's record
     alone. Collective under MPI (every process stopped at the same iteration, :class:`_AgreedStop`, a second signal
     held meanwhile): the records shared again, as every process returns the same history. A second Ctrl-C in one
     process, or a metric that fails there (one defined on the schedule's iterations only), leaves the records as
-    they were, the run interrupted as it was (helper 239)."""
+    they were, the run interrupted as it was (helper 239). In one process, where a record of the run took more than
+    :data:`STOP_RECORD_SECONDS` (``slowest``), none is taken, and a warning says so."""
+    if slowest > STOP_RECORD_SECONDS and backends.one_process(opt.backend):  # (under MPI the ranks' clocks could
+        # decide apart, and the record is collective)
+        warnings.warn(f"the run was interrupted at iteration {opt.iteration}; its records end at iteration "
+                      f"{rows[-1][0]}: a record there would take about {slowest:.0f} s (its records took that), and a "
+                      "stop is asked to be quick", RuntimeWarning, stacklevel=4)
+        return rows
     try:
         _record(opt, objective, oracle, rows, t0, metrics)
     except KeyboardInterrupt:

@@ -135,6 +135,26 @@ def test_a_metric_that_fails_where_the_run_stopped_leaves_it_interrupted(problem
     assert h.interrupted and list(h.summary()["iteration"]) == [0, 10, 20]
 
 
+def test_a_run_whose_records_are_slow_stops_at_once_without_the_record_where_it_stopped(problem, monkeypatch):
+    """Helper 263's cousin of helper 261's case: a SIGTERM to `rowstoch run --repeats 20000` (a record a minute)
+    took 68 s to end the process, spent on a record of where it stopped. Where a record of the run took more than
+    STOP_RECORD_SECONDS, none is taken there, and a warning says why; where records are quick it still is."""
+    from rowstoch_fast import runner
+
+    f = Interrupting(problem.H, problem.Y, 8, rho=problem.rho, batch=problem.batch)
+    f.stop_at = 25
+    monkeypatch.setattr(runner, "STOP_RECORD_SECONDS", 0.0)  # (every record slower than that)
+    with pytest.warns(RuntimeWarning, match=r"the run was interrupted at iteration 24; its records end at iteration "
+                                            r"20: a record there would take about 0 s \(its records took that\), and "
+                                            r"a stop is asked to be quick"):
+        h = run(algo(), f, 50, record_every=10, progress=False)
+    assert h.interrupted and list(h.summary()["iteration"]) == [0, 10, 20]
+    monkeypatch.setattr(runner, "STOP_RECORD_SECONDS", 60.0)
+    f.stop_at = 25
+    h = run(algo(), f, 50, record_every=10, progress=False)
+    assert h.interrupted and list(h.summary()["iteration"]) == [0, 10, 20, 24]
+
+
 def test_algorithm_refuses_a_tracker_it_would_ignore():
     with pytest.raises(ValueError, match="tracker='perron' is for the methods with a Pull-Diag tracker; dsgd has none"):
         Algorithm(topology.exponential(8), 0.1, tracker="perron", method="dsgd")
@@ -1509,3 +1529,40 @@ def test_h218_the_reproductions_check_their_arguments_before_anything_is_written
         with pytest.raises(Asked):
             robustness.reproduce_communication(str(out), algorithms=algorithms, progress=False, log=quiet)
         assert asked.pop() == names
+
+
+@pytest.mark.parametrize("kind", ["logistic", "logistic-l2", "least-squares", "quadratic"])
+def test_a_record_of_many_replicas_is_measured_a_chunk_at_a_time_with_the_same_values(kind, monkeypatch):
+    """Helper 261: a record of 100,000 replicas on 51,200 samples a node was one compiled call of ~100 s that no
+    signal stopped. Where one call would ask more than RECORD_CALL_WORK of the objective, the replicas' points go a
+    chunk at a time (multiples of 8): the same values, bit for bit, as one call; a diverged replica still inf."""
+    from rowstoch_fast import runner
+    from rowstoch_fast.objectives import LogisticL2, Quadratic
+
+    f = {"logistic": lambda: NonconvexLogistic.synthetic(n=4, total=400, batch=5, seed=1),
+         "logistic-l2": lambda: LogisticL2.synthetic(n=4, total=400, batch=5, seed=1),
+         "least-squares": lambda: LeastSquares.synthetic(n=4, samples_per_node=100, d=10, seed=1),
+         "quadratic": lambda: Quadratic.random(4, 10, seed=1)}[kind]()
+    opt = runner.build_replicas(Algorithm(topology.exponential(4), 0.05, method="dsgd"), f, 21)
+    oracle = f.oracle(seed=0)
+    opt.initialize(oracle)
+    for _ in range(3):
+        opt.step(oracle)
+    x = opt.gather_x(copy=True)
+    x[5] = 1.7e308  # (a diverged replica: its mean overflows)
+    whole = runner.record_metrics(opt, f, oracle, transform=lambda _: x)
+    calls = []
+    for name in ("value_and_gradient_at", "gradient_at", "evaluate", "gradient_norm_at"):
+        real = getattr(type(f), name)
+        monkeypatch.setattr(type(f), name, lambda self, P, _real=real: calls.append(len(P)) or _real(self, P))
+    per_replica = 4 * 10 * (100 if kind != "quadratic" else 10)
+    monkeypatch.setattr(runner, "RECORD_CALL_WORK", 9 * per_replica)  # (8 replicas a call)
+    chunked = runner.record_metrics(opt, f, oracle, transform=lambda _: x)
+    assert calls and set(calls) == {8, 5}, calls  # (21 = 8 + 8 + 5)
+    assert whole.keys() == chunked.keys()
+    for metric, value in whole.items():
+        np.testing.assert_array_equal(chunked[metric], value, err_msg=metric)
+    assert np.isinf(chunked["grad_norm_mean"][5]) and np.isfinite(chunked["grad_norm_mean"][4])
+    assert runner._replicas_per_call(f, 7) == 7 and runner._replicas_per_call(f, 100) == 8
+    monkeypatch.setattr(runner, "RECORD_CALL_WORK", 3 * per_replica)
+    assert runner._replicas_per_call(f, 100) == 3
