@@ -1385,7 +1385,9 @@ def run(algorithm, objective, iterations, *, record_every=None, repeats=1, seed=
             check_int(checkpoint_every, "checkpoint_every", minimum=1)
         due = _Marks(iterations, record_every, record_at)
         meta = {"algorithm": algorithm.name, "lr": algorithm.lr, "rounds": algorithm.rounds,
-                "tracker": algorithm.tracker, "n": algorithm.A.n, "objective": type(objective).__name__,
+                "tracker": algorithm.tracker if "tracker" in REGISTRY[algorithm.method].hyper else None,  # (none
+                # said for a method without a tracker: history.json had said "exact" for DSGD, helper 261)
+                "n": algorithm.A.n, "objective": type(objective).__name__,
                 "iterations": iterations, "repeats": repeats, "seed": seed, "record_every": record_every,
                 **({"extra_metrics": extra} if extra else {}),
                 **({} if metrics is METRICS else {"recorded": [m for m in metrics if isinstance(m, str)]})}

@@ -1566,3 +1566,10 @@ def test_a_record_of_many_replicas_is_measured_a_chunk_at_a_time_with_the_same_v
     assert runner._replicas_per_call(f, 7) == 7 and runner._replicas_per_call(f, 100) == 8
     monkeypatch.setattr(runner, "RECORD_CALL_WORK", 3 * per_replica)
     assert runner._replicas_per_call(f, 100) == 3
+
+
+def test_the_history_names_a_tracker_only_for_a_method_that_has_one(problem):
+    """Helper 261: history.json's meta said tracker "exact" for DSGD, which has none."""
+    for method, tracker in (("dsgd", None), ("local-dsgd", None), ("pull-diag-gt", "exact"), ("frost", "exact")):
+        h = run(Algorithm(topology.exponential(8), 0.01, method=method), problem, 2, progress=False)
+        assert h.meta["tracker"] == tracker, method
