@@ -1208,8 +1208,9 @@ def run(algorithm, objective, iterations, *, record_every=None, repeats=1, seed=
 
     Repetitions are batched into one stepper (they share every pass over the
     network). Ctrl-C stops the run cleanly: the returned history holds what was
-    recorded and a record of the iteration it stopped at, off the schedule
-    (``history.interrupted`` is True), and, with ``checkpoint``, the state is
+    recorded and a record of the iteration it stopped at, off the schedule (not
+    where a record of the run took more than :data:`STOP_RECORD_SECONDS`: a
+    warning says so; ``history.interrupted`` is True), and, with ``checkpoint``, the state is
     saved so ``resume`` continues it (its records those of the schedule). A script that calls ``run`` in a
     loop stops the loop on ``history.interrupted`` itself. SIGTERM (what a job
     scheduler or ``timeout`` sends) stops the run the same way; where the
