@@ -7952,3 +7952,20 @@ def test_a_tuning_panel_of_less_than_two_decades_keeps_labelled_ticks():
 
     assert labelled({0.001: 0.031, 0.01: 0.022, 0.1: 0.04}) >= 2
     assert labelled({0.001: 1e-6, 0.01: 1e-2, 0.1: 10.0}) >= 2
+
+
+def test_a_method_that_ignores_the_network_is_not_told_of_its_losses():
+    """Helper 261: a centralized run that made no progress over a lossy network was told "this network loses
+    messages" beside the plan's warning that the losses do not affect it (a server's exact average); a method that
+    runs over the network still is."""
+    from rowstoch_fast.errors import NetworkIgnoredWarning
+    from rowstoch_fast.network import Lossy
+
+    f = NonconvexLogistic.synthetic(4, total=400, batch=10, seed=0)
+    net = Lossy(topology.exponential(4), 0.1, seed=1)
+    with pytest.warns(NetworkIgnoredWarning):
+        table = cmp.summary(cmp.compare(net, f, ["centralized", "dsgd"], 20, lr=1e-3, repeats=1, progress=False))
+    why = dict(zip(table.index if "algorithm" not in table else table["algorithm"], table["diagnosis"]))
+    assert set(table["status"]) == {"no-progress"}, table
+    assert "loses messages" not in why["centralized"] and "still falling" in why["centralized"], why
+    assert why["dsgd"].endswith("; this network loses messages"), why

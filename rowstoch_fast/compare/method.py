@@ -75,6 +75,11 @@ def _context(plan, method):
            # (the loss-robust methods a hint may suggest: those that run on this network and objective)
            "robust": lambda: [name for name in family_members("loss-robust") if _runs_on(plan, name)]}
     cls = REGISTRY[method.method]
+    if not cls.matrices:  # (a server's or an all-reduce's exact average: the network's losses, compression, delays
+        # and schedule touch none of its runs; a centralized run's "no progress" had been told "this network loses
+        # messages" under the plan's warning that the losses do not affect it, helper 261)
+        out.update(lossy=False, loses=[], effects=[])
+        return out
     if cls.push_sum_weights and cls.per_link_state and out["loses"] and not _noisy(plan.network):  # (noise on
         # the running sums reaches the weights, which may go below 0 for that: not what the replay's line explains)
         out["weakest_weight"] = lambda stops: _weakest_weight(plan, method, stops)
