@@ -181,6 +181,45 @@ class Oracle:
 #: The fifth key of :func:`draw_samples`' hashes (a network's loss draws have a node id there: below 2^62).
 _SAMPLE_KEY = 2**63 - 1
 
+#: The multiply-adds one call of an optimum's solve may take (rows x d^2): a Newton Hessian or a least-squares
+#: factorisation over more rows goes a chunk of rows at a time, so that Ctrl-C and SIGTERM are answered between
+#: chunks (helper 263: logistic-l2 at d = 3,000 had spent 36 s a Newton step in one BLAS call, least squares at
+#: 64,000 x 3,000 33 s in one LAPACK call, deaf to signals). About 0.1-0.5 s of BLAS here; problems within it take
+#: the one call they always did (the same bits).
+SOLVE_CALL_WORK = 1 << 30
+
+
+def _rows_per_call(d):
+    """The rows of a d-column matrix one call of an optimum's solve takes (:data:`SOLVE_CALL_WORK`), at least 1."""
+    return max(1, SOLVE_CALL_WORK // max(1, d * d))
+
+
+def _weighted_gram(H, w):
+    """``H^T diag(w) H``, one BLAS call, or a sum over chunks of rows where there are more than
+    :func:`_rows_per_call` (the same up to rounding)."""
+    rows = _rows_per_call(H.shape[1])
+    if len(H) <= rows:
+        return (H.T * w) @ H
+    out = np.zeros((H.shape[1], H.shape[1]))
+    for a in range(0, len(H), rows):
+        out += (H[a:a + rows].T * w[a:a + rows]) @ H[a:a + rows]
+    return out
+
+
+def _least_squares(H, y):
+    """The least-squares solution of ``H x = y`` (the smallest where the rows do not determine it): LAPACK's
+    ``lstsq`` in one call, or, over more rows than :func:`_rows_per_call`, ``lstsq`` of the triangle that a QR
+    factorisation of ``[H y]`` taken a chunk of rows at a time leaves (the same solutions: ``H x - y`` and its
+    triangle's residual have the same norm up to a constant; the cut-off for small singular values LAPACK's own)."""
+    N, d = H.shape
+    rows = _rows_per_call(d + 1)
+    if N <= rows:
+        return np.linalg.lstsq(H, y, rcond=None)[0]
+    R = np.zeros((0, d + 1))
+    for a in range(0, N, rows):
+        R = np.linalg.qr(np.vstack([R, np.column_stack([H[a:a + rows], y[a:a + rows]])]), mode="r")
+    return np.linalg.lstsq(R[:d, :d], R[:d, d], rcond=np.finfo(np.float64).eps * max(N, d))[0]
+
 
 def draw_samples(samples, shape, iteration, seed=0, rep_offset=0, nodes=None, rep_period=0, device=False):
     """One sample index per node and repetition, uniform in ``0..samples - 1``, as int64 of ``shape`` (``(n,)`` or
@@ -1160,7 +1199,7 @@ class LogisticL2(NonconvexLogistic):
             grad = -(H.T @ (Y * s)) / N + self.lam * x
             if np.linalg.norm(grad) <= 1e-12:
                 break
-            hess = (H.T * (s * (1.0 - s))) @ H / N + self.lam * np.eye(d)
+            hess = _weighted_gram(H, s * (1.0 - s)) / N + self.lam * np.eye(d)
             step, t, f0 = np.linalg.solve(hess, grad), 1.0, value(x)
             while value(x - t * step) > f0 - 0.25 * t * (grad @ step) and t > 1e-10:
                 t *= 0.5
@@ -1524,7 +1563,7 @@ class LeastSquares(Objective):
     def _solve(self):
         """The least-squares solution over all rows (every node has ``M`` of them); the smallest one where
         the rows do not determine it."""
-        return np.linalg.lstsq(self.H.reshape(-1, self.d), self.y.ravel(), rcond=None)[0]
+        return _least_squares(self.H.reshape(-1, self.d), self.y.ravel())
 
     def _grad(self, X, H, y, nodes=None, with_loss=False):
         """``(H_i^T (H_i x_i - y_i)) / M`` of every row of ``X`` (and with ``with_loss`` the losses, from the same
