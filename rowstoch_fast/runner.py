@@ -666,7 +666,7 @@ def _measured(opt, objective, oracle, metrics, x, deviation, y, g):
         if {"suboptimality", "grad_norm_mean"} & wanted:  # one pass at the mean of the node models
             if best is not None:
                 f_mean, g_mean = _where_finite(objective.value_and_gradient_at, X.mean(axis=1), dtype,
-                                              per_call)
+                                              per_call, pair=True)
                 out["suboptimality"] = f_mean - best.value
             else:  # (the gradient alone: the same bits, no values to compute)
                 g_mean = _where_finite(_gradient_at(objective), X.mean(axis=1), dtype, per_call)
@@ -674,7 +674,7 @@ def _measured(opt, objective, oracle, metrics, x, deviation, y, g):
         if best is not None and "distance" in wanted:
             out["distance"] = np.linalg.norm(X - best.x, axis=-1).mean(axis=-1)
         if {"grad_norm", "loss"} & wanted:
-            G_full, L = _where_finite(objective.evaluate, X, dtype, per_call)  # (one pass: the gradient metric, loss)
+            G_full, L = _where_finite(objective.evaluate, X, dtype, per_call, pair=True)  # (one pass: both metrics)
             out["grad_norm"] = np.linalg.norm(objective.stationarity(X.mean(axis=1), G_full.mean(axis=-2)), axis=-1)
             out["loss"] = L.mean(axis=-1)
         centroid = np.einsum("n,rnd->rd", pi, X)
@@ -704,9 +704,16 @@ def _gradient_at(objective):
 
 def _test_metrics(objective, x_bar):
     """The test metrics of the mean models ``x_bar`` (one per replica): a replica whose mean is not finite
-    records an infinite loss and error and a NaN accuracy."""
+    records an infinite loss and error and a NaN accuracy. A chunk of replicas a call where one call would pass
+    :data:`RECORD_CALL_WORK` (test samples x d a replica: 2,000 replicas of 20,000 test samples had been one
+    call, helper 264)."""
     ok = np.isfinite(x_bar).all(axis=1)
-    out = objective.test_metrics(np.where(ok[:, None], x_bar, 0.0))
+    points = np.where(ok[:, None], x_bar, 0.0)
+    per = max(1, int(np.size(objective.test_data[0])))  # (the test samples' entries: samples x d)
+    size = max(1, RECORD_CALL_WORK // per)
+    size = size - size % 8 if size >= 8 else size
+    parts = [objective.test_metrics(points[a:a + size]) for a in range(0, len(points), size)]
+    out = {m: np.concatenate([np.atleast_1d(p[m]) for p in parts]) for m in parts[0]}
     return {m: np.where(ok, v, np.nan if m == "test_accuracy" else np.inf) for m, v in out.items()}
 
 
@@ -761,17 +768,18 @@ def _replicas_per_call(objective, replicas):
     return replicas if size >= replicas else (size - size % 8 if size >= 8 else size)
 
 
-def _where_finite(fn, P, dtype=np.float64, per_call=None):
+def _where_finite(fn, P, dtype=np.float64, per_call=None, pair=False):
     """``fn(P)`` for a block of points, one per replica (the first axis), where a replica's point that is not
     finite in ``dtype``, the objective's (the mean of huge but finite models overflows; a float64 model beyond a
     float32 objective's range), gets inf in every output instead of the objective's refusal of a non-finite
     input: a diverging replica records inf, and the others their values. ``per_call``: the replicas one call of
     ``fn`` takes at most (:func:`_replicas_per_call`; the outputs of its calls are joined along the first axis:
-    the same values, each replica's point measured alone by the package's objectives)."""
+    the same values, each replica's point measured alone by the package's objectives). ``pair``: ``fn`` returns
+    two outputs (a tuple, or a list of an objective of the user's), each joined and set to inf apart."""
     if per_call is not None and P.shape[0] > per_call:
-        parts = [_where_finite(fn, P[a:a + per_call], dtype) for a in range(0, P.shape[0], per_call)]
-        if isinstance(parts[0], tuple):
-            return tuple(np.concatenate([np.atleast_1d(p[k]) for p in parts]) for k in range(len(parts[0])))
+        parts = [_where_finite(fn, P[a:a + per_call], dtype, pair=pair) for a in range(0, P.shape[0], per_call)]
+        if pair:
+            return tuple(np.concatenate([np.atleast_1d(p[k]) for p in parts]) for k in range(2))
         return np.concatenate([np.atleast_1d(p) for p in parts])
     ok = (np.abs(P) <= np.finfo(dtype).max).reshape(P.shape[0], -1).all(axis=1)  # (NaN and inf compare false)
     if ok.all():
@@ -781,12 +789,14 @@ def _where_finite(fn, P, dtype=np.float64, per_call=None):
         return np.where(ok.reshape((-1,) + (1,) * (np.ndim(v) - 1)), v, value)
 
     out = fn(rows(P, 0.0))
-    return tuple(rows(v, np.inf) for v in out) if isinstance(out, tuple) else rows(out, np.inf)
+    return tuple(rows(v, np.inf) for v in out) if pair or isinstance(out, tuple) else rows(out, np.inf)
 
 
 def _record(opt, objective, oracle, rows, t0_wall, metrics=METRICS):
     """Append the metrics of the current iterate to ``rows`` (those not in ``metrics`` as NaN: each costs up to a
     pass over the data), the extra metrics of ``metrics`` after ``wall_seconds``; returns the seconds it took."""
+    if opt.is_root and {"suboptimality", "distance"} & set(metrics):  # (f*: a solve once, not a record's cost)
+        optimum_of(objective)
     start = time.perf_counter()
     values = record_metrics(opt, objective, oracle, metrics)
     if values is None:
@@ -1095,6 +1105,11 @@ def _columns(meta):
     return [*_HEAD, *METRICS, "wall_seconds", *meta.get("extra_metrics", {})]
 
 
+#: What an objective's description says of how its data were made (beside their fingerprint): a checkpoint of an
+#: older version that lacks one of them resumes (experiment.json's objective had dropped them under --split).
+_PROVENANCE = ("generator", "total", "seed", "heterogeneity", "noise", "split", "split_seed")
+
+
 def config_mismatch(saved, current, prefix=""):
     """The first differing entry of two run configurations, as ``(key, saved, current)``, or None.
 
@@ -1107,6 +1122,12 @@ def config_mismatch(saved, current, prefix=""):
             continue
         a, b = saved.get(key), current.get(key)
         if (key not in saved or key not in current) and all(v is None or v is False for v in (a, b)):
+            continue
+        if not prefix and key == "tracker" and b is None and a == "exact":  # (a method without a tracker: an older
+            # version recorded the default)
+            continue
+        if prefix == "objective." and key not in saved and key in _PROVENANCE:  # (an older version's record of
+            # the data said less of how they were made; their fingerprint, data_sha1, is compared)
             continue
         if isinstance(a, dict) and isinstance(b, dict):
             found = config_mismatch(a, b, prefix + key + ".")
@@ -1421,7 +1442,7 @@ def run(algorithm, objective, iterations, *, record_every=None, repeats=1, seed=
                 "iterations": iterations, "repeats": repeats, "seed": seed, "record_every": record_every,
                 **({"extra_metrics": extra} if extra else {}),
                 **({} if metrics is METRICS else {"recorded": [m for m in metrics if isinstance(m, str)]})}
-        identity = {"algorithm": algorithm.name, "rounds": algorithm.rounds, "tracker": algorithm.tracker,
+        identity = {"algorithm": algorithm.name, "rounds": algorithm.rounds, "tracker": meta["tracker"],
                     **({"hyper": algorithm.options} if algorithm.hyper else {}),
                     "lr": algorithm.lr, "n": algorithm.A.n, "repeats": repeats, "seed": seed,
                     **({"first_repeat": first_repeat} if first_repeat else {}),
@@ -1439,7 +1460,7 @@ def run(algorithm, objective, iterations, *, record_every=None, repeats=1, seed=
     try:
         agreed.__enter__()
         try:
-            opt, oracle, rows, t0, bar, slowest = _set_up(algorithm, objective, iterations, repeats, x0, seed,
+            opt, oracle, rows, t0, bar, last = _set_up(algorithm, objective, iterations, repeats, x0, seed,
                                                           first_repeat, resume, meta, due, record_at, record_every,
                                                           metrics, progress)
         except DivergenceError as exc:  # (the gradients at the start: the error carries its history as every
@@ -1474,7 +1495,7 @@ def run(algorithm, objective, iterations, *, record_every=None, repeats=1, seed=
                 if bar is not None:
                     bar.update(1)
                 if opt.iteration in due:
-                    slowest = max(slowest, _record(opt, objective, oracle, rows, t0, metrics))
+                    last = _record(opt, objective, oracle, rows, t0, metrics)
                 if checkpoint and opt.iteration % checkpoint_every == 0:
                     _save_checkpoint(checkpoint, opt, oracle, rows, meta, time.perf_counter() - t0)
                 agreed.check(opt.iteration)
@@ -1520,7 +1541,7 @@ def run(algorithm, objective, iterations, *, record_every=None, repeats=1, seed=
                 exc.history = History(rows, meta)
                 raise
         if interrupted and _record_stop and rows and rows[-1][0] != opt.iteration:
-            rows = _record_where_stopped(opt, objective, oracle, rows, t0, metrics, slowest)
+            rows = _record_where_stopped(opt, objective, oracle, rows, t0, metrics, last)
         grew = _warn_if_growing(rows, algorithm.lr)
         if grew:  # (compare marks such a run diverged)
             meta["grew"] = grew
@@ -1660,25 +1681,26 @@ def _warn_unmeasured(objective, rows, metrics):
                       f"record of {'it' if len(nan) == 1 else 'them'} will be NaN", RuntimeWarning, stacklevel=4)
 
 
-#: An interrupted run in one process takes its record where it stopped where the run's records took at most this
-#: many seconds each: a stop is asked to be quick (a scheduler's SIGTERM is followed by a SIGKILL), and a record of
-#: 20,000 replicas on 51,200 samples a node takes a minute.
+#: An interrupted run in one process takes its record where it stopped where the run's last record took at most
+#: this many seconds (f*'s solve not counted): a stop is asked to be quick (a scheduler's SIGTERM is followed by a
+#: SIGKILL), and a record of 20,000 replicas on 51,200 samples a node takes a minute.
 STOP_RECORD_SECONDS = 3.0
 
 
-def _record_where_stopped(opt, objective, oracle, rows, t0, metrics, slowest=0.0):
+def _record_where_stopped(opt, objective, oracle, rows, t0, metrics, last=0.0):
     """``rows`` with a record of the iteration an interrupted run stopped at (not in its checkpoint, whose records
     stay those of an uninterrupted run): a run of 10^9 iterations stopped after hours had kept its start's record
     alone. Collective under MPI (every process stopped at the same iteration, :class:`_AgreedStop`, a second signal
     held meanwhile): the records shared again, as every process returns the same history. A second Ctrl-C in one
     process, or a metric that fails there (one defined on the schedule's iterations only), leaves the records as
-    they were, the run interrupted as it was (helper 239). In one process, where a record of the run took more than
-    :data:`STOP_RECORD_SECONDS` (``slowest``), none is taken, and a warning says so."""
-    if slowest > STOP_RECORD_SECONDS and backends.one_process(opt.backend):  # (under MPI the ranks' clocks could
+    they were, the run interrupted as it was (helper 239). In one process, where the run's last record took more
+    than :data:`STOP_RECORD_SECONDS` (``last``; a resumed run that took none yet: 0), none is taken, and a warning
+    says so."""
+    if last > STOP_RECORD_SECONDS and backends.one_process(opt.backend):  # (under MPI the ranks' clocks could
         # decide apart, and the record is collective)
         warnings.warn(f"the run was interrupted at iteration {opt.iteration}; its records end at iteration "
-                      f"{rows[-1][0]}: a record there would take about {slowest:.0f} s (its records took that), and a "
-                      "stop is asked to be quick", RuntimeWarning, stacklevel=4)
+                      f"{rows[-1][0]}: its last record took {last:.1f} s, and a stop is asked to be quick",
+                      RuntimeWarning, stacklevel=3)
         return rows
     try:
         _record(opt, objective, oracle, rows, t0, metrics)
@@ -1687,7 +1709,7 @@ def _record_where_stopped(opt, objective, oracle, rows, t0, metrics, slowest=0.0
     except Exception as exc:  # noqa: BLE001 - the run is reported interrupted, with what it recorded
         warnings.warn(f"the record of iteration {opt.iteration}, where the run was interrupted, failed ("
                       f"{type(exc).__name__}: {exc}); its records end at iteration {rows[-1][0]}", RuntimeWarning,
-                      stacklevel=4)
+                      stacklevel=3)  # (the caller of run)
     return opt.share(rows)
 
 

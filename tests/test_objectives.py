@@ -1136,3 +1136,40 @@ def test_the_weighted_grams_of_a_local_prox_are_the_einsums(budget, monkeypatch)
     for w in (rng.random((4, 30)), rng.random((2, 4, 30))):
         np.testing.assert_allclose(objectives._weighted_grams(H, w), np.einsum("nmd,nme,...nm->...nde", H, H, w),
                                    rtol=1e-13, atol=1e-13)
+
+
+def test_a_user_oracles_float16_or_big_endian_chunks_take_the_per_sample_path():
+    """Helper 264: the chunk path took any float dtype that widens into float64, and the compiled finite check then
+    refused float16 and big-endian arrays with a TypeError nothing caught (a crash where the per-sample path had
+    run). Only native float32 into float64 takes the chunks; the others run as before."""
+    import rowstoch_fast as rf
+    from rowstoch_fast.algorithms._deferred import _widens
+    from rowstoch_fast.runner import build_replicas
+
+    assert _widens(np.dtype(np.float32), np.float64)
+    assert not any(_widens(np.dtype(t), np.float64) for t in ("<f2", ">f4", ">f8", "<f8"))
+    assert not _widens(np.dtype(np.float32), np.float32)
+    f = LeastSquares.synthetic(6, samples_per_node=30, d=4, seed=2)
+
+    class Narrow:
+        def __init__(self, oracle, dtype):
+            self.oracle, self.dtype = oracle, np.dtype(dtype)
+
+        def __getattr__(self, name):
+            return getattr(self.oracle, name)
+
+        def __call__(self, X):
+            return self.oracle(X)
+
+        def sample_gradients(self, X, ids):
+            return np.ascontiguousarray(self.oracle.sample_gradients(X, ids).astype(self.dtype))
+
+        def sample_gradient(self, X, idx):
+            return self.oracle.sample_gradient(X, idx).astype(self.dtype)
+
+    for dtype in ("<f2", ">f4", ">f8"):
+        opt = build_replicas(rf.Algorithm(rf.topology.exponential(6), 0.02, method="gt-saga"), f, 2)
+        oracle = Narrow(f.oracle(seed=3), dtype)
+        opt.initialize(oracle)
+        opt.step(oracle)
+        assert np.isfinite(opt.gather_x()).all(), dtype

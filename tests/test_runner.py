@@ -129,10 +129,12 @@ def test_a_metric_that_fails_where_the_run_stopped_leaves_it_interrupted(problem
     f = Interrupting(problem.H, problem.Y, 8, rho=problem.rho, batch=problem.batch)
     f.stop_at = 25
     with pytest.warns(RuntimeWarning, match=r"the record of iteration 24, where the run was interrupted, failed "
-                                            r"\(.*KeyError.*\); its records end at iteration 20"):
+                                            r"\(.*KeyError.*\); its records end at iteration 20") as said:
         h = run(algo(), f, 50, record_every=10, progress=False, metrics=["grad_norm", rf.user_metrics.Metric(
             "per_ten", per_ten)])
     assert h.interrupted and list(h.summary()["iteration"]) == [0, 10, 20]
+    assert [w.filename for w in said if "where the run was interrupted" in str(w.message)] == [__file__]  # (the
+    # caller's line, helper 264: it had named a frame past it)
 
 
 def test_a_run_whose_records_are_slow_stops_at_once_without_the_record_where_it_stopped(problem, monkeypatch):
@@ -145,8 +147,7 @@ def test_a_run_whose_records_are_slow_stops_at_once_without_the_record_where_it_
     f.stop_at = 25
     monkeypatch.setattr(runner, "STOP_RECORD_SECONDS", 0.0)  # (every record slower than that)
     with pytest.warns(RuntimeWarning, match=r"the run was interrupted at iteration 24; its records end at iteration "
-                                            r"20: a record there would take about 0 s \(its records took that\), and "
-                                            r"a stop is asked to be quick"):
+                                            r"20: its last record took 0.0 s, and a stop is asked to be quick"):
         h = run(algo(), f, 50, record_every=10, progress=False)
     assert h.interrupted and list(h.summary()["iteration"]) == [0, 10, 20]
     monkeypatch.setattr(runner, "STOP_RECORD_SECONDS", 60.0)
@@ -1594,3 +1595,99 @@ def test_history_json_holds_what_the_indented_dump_held_each_column_on_a_line(pr
     back = History.load(tmp_path / "h.json")
     pd_equal = back.frame.fillna(-1.0).equals(h.frame.replace([np.inf, -np.inf], np.nan).fillna(-1.0))
     assert pd_equal and back.meta == json.loads(json.dumps(h.meta, default=_json_default))
+
+
+def test_the_stop_record_is_judged_by_the_last_record_not_by_f_stars_solve(monkeypatch):
+    """Helper 264: a lasso's first record held f*'s one-off solve (5 s) and its later records took 1 ms; the record
+    where the run stopped was skipped all the same ("about 5 s"). f* is solved before a record's clock starts, and
+    the rule reads the last record's time: taken here; skipped where the last record was slow."""
+    import time as _time
+
+    from rowstoch_fast import runner
+
+    class SlowOptimum(LeastSquares):
+        stop_at = None
+
+        def _solve(self):
+            _time.sleep(0.3)
+            return super()._solve()
+
+        def stochastic_gradient(self, X, iteration, **kw):
+            if iteration == self.stop_at:
+                self.stop_at = None
+                raise KeyboardInterrupt
+            return super().stochastic_gradient(X, iteration, **kw)
+
+    f = SlowOptimum.synthetic(8, samples_per_node=20, d=3, seed=0)
+    f.stop_at = 25
+    monkeypatch.setattr(runner, "STOP_RECORD_SECONDS", 0.2)
+    h = run(Algorithm(topology.exponential(8), 0.01, method="dsgd"), f, 50, record_every=10, progress=False)
+    stopped = h.meta["completed_iterations"]
+    assert h.interrupted and 20 < stopped < 30 and list(h.summary()["iteration"]) == [0, 10, 20, stopped]
+    times = iter([0.0, 0.5, 0.0, 0.0])  # (the set-up's record, then a slow last record at iteration 10 ...)
+    real = runner._record
+    monkeypatch.setattr(runner, "_record", lambda *a, **k: real(*a, **k) and 0.0 or next(times, 0.0))
+    f.stop_at = 15
+    with pytest.warns(RuntimeWarning, match=r"interrupted at iteration 1\d; its records end at iteration 10: its last "
+                                            r"record took 0.5 s, and a stop is asked to be quick"):
+        h = run(Algorithm(topology.exponential(8), 0.01, method="dsgd"), f, 50, record_every=10, progress=False)
+    assert h.interrupted and list(h.summary()["iteration"]) == [0, 10]
+
+
+def test_a_checkpoint_of_an_older_version_resumes_where_it_said_less(problem, tmp_path):
+    """Helper 264: checkpoints written before the tracker of a method without one was recorded as None (they say
+    "exact"), or before a split objective's description named how its data were made, were refused on resume as
+    "made for another run"."""
+    import json
+
+    from rowstoch_fast.runner import config_mismatch
+
+    ck = str(tmp_path / "ck.npz")
+    a = Algorithm(topology.exponential(8), 0.05, method="dsgd")
+    run(a, problem, 20, record_every=10, progress=False, checkpoint=ck)
+    data = dict(np.load(ck, allow_pickle=False))
+    meta = json.loads(str(data["meta"]))
+    assert meta["config"]["tracker"] is None
+    meta["config"]["tracker"] = "exact"  # (as an older version wrote it)
+    for key in ("generator", "total", "seed", "heterogeneity"):
+        meta["config"]["objective"].pop(key, None)
+    data["meta"] = np.array(json.dumps(meta))
+    np.savez(ck, **data)
+    h = run(a, problem, 30, record_every=10, progress=False, resume=ck)
+    assert list(h.summary()["iteration"]) == [0, 10, 20, 30]
+    assert config_mismatch({"objective": {"batch": 20}}, {"objective": {"batch": 20, "split": "iid"}}) is None
+    assert config_mismatch({"objective": {"seed": 1}}, {"objective": {"seed": 2}}) == ("objective.seed", 1, 2)
+    assert config_mismatch({"tracker": "perron"}, {"tracker": None}) == ("tracker", "perron", None)
+
+
+def test_a_chunked_record_takes_pairs_as_lists_and_the_test_metrics_by_chunks_too(monkeypatch):
+    """Helper 264: an objective of the user's whose value_and_gradient_at / evaluate return a list [f, g] broke
+    once a record went by chunks; the test metrics were one call over every replica (2,000 replicas x 20,000 test
+    samples: 2.2 s). Both by chunks now, the same values."""
+    from rowstoch_fast import runner
+    from rowstoch_fast.objectives import LogisticL2
+
+    class Lists(LogisticL2):
+        def value_and_gradient_at(self, x):
+            return list(super().value_and_gradient_at(x))
+
+        def evaluate(self, X, nodes=None):
+            return list(super().evaluate(X, nodes))
+
+    f = Lists.synthetic(4, total=400, batch=5, seed=1, test_samples=50)
+    opt = runner.build_replicas(Algorithm(topology.exponential(4), 0.05, method="dsgd"), f, 21)
+    oracle = f.oracle(seed=0)
+    opt.initialize(oracle)
+    opt.step(oracle)
+    x = opt.gather_x(copy=True)
+    x[5] = np.nan
+    whole = runner.record_metrics(opt, f, oracle, transform=lambda _: x)
+    sizes = []
+    real = Lists.test_metrics
+    monkeypatch.setattr(Lists, "test_metrics", lambda self, P: sizes.append(len(P)) or real(self, P))
+    monkeypatch.setattr(runner, "RECORD_CALL_WORK", 8 * 50 * 10 + 1)  # (8 replicas a call)
+    chunked = runner.record_metrics(opt, f, oracle, transform=lambda _: x)
+    assert sizes == [8, 8, 5], sizes
+    for metric, value in whole.items():
+        np.testing.assert_array_equal(chunked[metric], value, err_msg=metric)
+    assert np.isinf(chunked["test_loss"][5]) and np.isnan(chunked["test_accuracy"][5])
