@@ -1156,3 +1156,25 @@ def test_a_refusal_by_the_library_s_name_of_a_value_says_the_option(tmp_path, ca
     rc = cli.main([*args, "--n", "4", "--no-progress", "--out", str(tmp_path / "o")])
     err = capsys.readouterr().err
     assert rc == 2 and said in err and len(err.strip().splitlines()) == 1, err
+
+
+def test_a_memory_error_without_words_says_what_ran_out_and_what_to_lower(tmp_path, capsys, monkeypatch):
+    """Helper 263: NumPy's bare MemoryError (a copy of the data for its fingerprint) read "rowstoch: error: out of
+    memory: " and nothing more. It says an allocation failed, during which set-up step where one was shown, and
+    which sizes to lower."""
+    from rowstoch_fast.objectives import NonconvexLogistic
+
+    def no_memory(self):
+        raise MemoryError()
+
+    monkeypatch.setattr(NonconvexLogistic, "describe", no_memory)
+    tail = ("(the error gave no size); lower the sizes (--d, --total, --samples-per-node, --n, --repeats) or free "
+            "memory\n")
+    assert cli.main(["run", "--iterations", "3", "--no-progress", "--out", str(tmp_path / "a")]) == 2
+    assert capsys.readouterr().err == "rowstoch: error: out of memory: an allocation failed " + tail
+    assert cli.main(["run", "--iterations", "3", "--progress", "--out", str(tmp_path / "b")]) == 2
+    err = capsys.readouterr().err
+    assert err.endswith("rowstoch: error: out of memory: an allocation failed during set-up: the logistic objective "
+                        "on 16 nodes " + tail), err
+    assert cli.main(["run", "--iterations", "3", "--no-progress", "--out", str(tmp_path / "c")]) == 2
+    assert "during" not in capsys.readouterr().err  # (the earlier call's set-up line is not this one's)

@@ -19,8 +19,8 @@ from ..io import load_matrix  # noqa: F401 (the command line's readers, as befor
 from ..topology import by_name as build_topology  # noqa: F401
 from ..network import options as network_options
 from ..report import check_backend
-from ._common import (_as_options, _created, _error, configure_logging, drop_turned_off, outside_the_raised,
-                      parsed_settings, remove_created)
+from ._common import (_as_options, _created, _error, configure_logging, drop_turned_off, last_stage,
+                      outside_the_raised, parsed_settings, remove_created)
 from .parser import make_parser
 
 __all__ = ["main", "make_parser"]
@@ -131,6 +131,7 @@ def main(argv=None):
 
 
 def _main(argv):
+    last_stage[0] = None  # (a set-up line of an earlier call in this process is not this one's)
     parser = make_parser()
     argv = sys.argv[1:] if argv is None else list(argv)
     try:
@@ -303,6 +304,10 @@ def _call(args, terminated):
                                                         if "_" in o.name}), getattr(args, "command", None))
         # (the library's names, as options: "use a smaller max_delay"; the tracker's advice too, "use
         # tracker='perron' ... or raise max_bytes" had reached the command line as it was, helper 231)
+        if not text.strip():  # (NumPy's bare MemoryError: "out of memory: " and nothing, helper 263)
+            during = last_stage[0]
+            text = (f"an allocation failed{f' during {during}' if during else ''} (the error gave no size); lower the "
+                    "sizes (--d, --total, --samples-per-node, --n, --repeats) or free memory")
         _error(f"error: out of memory: {text}")
         return 2
     except KeyboardInterrupt:

@@ -225,11 +225,15 @@ def _stage(enabled):
         sys.stderr.write("\r" + line.ljust(shown[0]) + ("\r" if text is None else ""))
         sys.stderr.flush()
         shown[0] = len(line)
+        if text is not None:
+            last_stage[0] = text
 
     return stage
 
 
 _shown_stage = [0]  # the length of the set-up line on stderr now (0: none)
+#: The last set-up line shown (what an error without words of its own happened during), or None.
+last_stage = [None]
 
 
 def drop_turned_off(text, given):
