@@ -1248,7 +1248,8 @@ def _logistic_data(n, total, d, batch, seed, heterogeneity, test_samples=0):
         raise ValueError(f"batch = {batch} exceeds the {total // n} samples per node (total / n)")
     # H, its margins and the labels, with the temporaries of their generation
     require_memory(8.0 * (total + test_samples) * (2 * d + 6),
-                   f"the synthetic logistic data ({total + test_samples} samples of d = {d})")
+                   f"the synthetic logistic data ({total + test_samples} samples of d = {d})",
+                   "lower total, test_samples or d")
     rng = make_rng(seed)
     x_opt = rng.standard_normal(d)
     H = rng.standard_normal((total, d))

@@ -1178,3 +1178,18 @@ def test_a_memory_error_without_words_says_what_ran_out_and_what_to_lower(tmp_pa
                         "on 16 nodes " + tail), err
     assert cli.main(["run", "--iterations", "3", "--no-progress", "--out", str(tmp_path / "c")]) == 2
     assert "during" not in capsys.readouterr().err  # (the earlier call's set-up line is not this one's)
+
+
+def test_synthetic_data_too_large_names_the_options_that_size_it(tmp_path, capsys, monkeypatch):
+    """Helper 263: `--total 300000000` was refused "the synthetic logistic data (300000000 samples of d = 10) needs
+    about 58.1 GiB" naming no option; it says which to lower (the library's words in Python)."""
+    from rowstoch_fast import _checks
+    from rowstoch_fast.objectives import NonconvexLogistic
+
+    monkeypatch.setattr(_checks, "available_memory", lambda: 1 << 30)
+    assert cli.main(["run", "--total", "40000000", "--no-progress", "--out", str(tmp_path / "a")]) == 2
+    assert re.fullmatch(r"rowstoch: error: out of memory: the synthetic logistic data \(40000000 samples of d = 10\) "
+                        r"needs about [\d.]+ GiB of memory but only 1.0 GiB is available; lower --total, "
+                        r"--test-samples or --d\n", capsys.readouterr().err)
+    with pytest.raises(MemoryError, match="; lower total, test_samples or d$"):
+        NonconvexLogistic.synthetic(4, total=40000000)

@@ -63,7 +63,8 @@ _KEYWORD_OPTIONS = {"tracker='perron'": "--tracker perron", "tracker='exact'": "
                     "or raise max_bytes": "or raise ROWSTOCH_TRACKER_MAX_BYTES",
                     "raise max_work / ROWSTOCH_TRACKER_MAX_WORK": "raise ROWSTOCH_TRACKER_MAX_WORK",
                     "; lower repeats": "; lower --repeats", "e.g. weights='metropolis'": "e.g. --undirected --weights "
-                    "metropolis", "iterations must be <= 2^62": "--iterations must be <= 2^62"}  # (helper 261)
+                    "metropolis", "iterations must be <= 2^62": "--iterations must be <= 2^62",  # (helper 261)
+                    "lower total, test_samples or d": "lower --total, --test-samples or --d"}  # (helper 263)
 #: A value the library refused by its parameter's name at the start of a message, and the option that sets it.
 _REFUSED_NAMES = {"lr": "--lr", "q": "--awake", "rate": "--rate", "noise": "--noise"}
 #: The same, a command's own (``alpha``: reproduce's Dirichlet ``--alpha``; run's is FedDyn's or SONATA's, given as
