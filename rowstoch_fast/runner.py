@@ -795,8 +795,11 @@ def _where_finite(fn, P, dtype=np.float64, per_call=None, pair=False):
 def _record(opt, objective, oracle, rows, t0_wall, metrics=METRICS):
     """Append the metrics of the current iterate to ``rows`` (those not in ``metrics`` as NaN: each costs up to a
     pass over the data), the extra metrics of ``metrics`` after ``wall_seconds``; returns the seconds it took."""
-    if opt.is_root and {"suboptimality", "distance"} & set(metrics):  # (f*: a solve once, not a record's cost)
-        optimum_of(objective)
+    if opt.is_root and {"suboptimality", "distance"} & {m for m in metrics if isinstance(m, str)}:  # (f*: a solve
+        try:  # once, not a record's cost)
+            optimum_of(objective)
+        except Exception:  # noqa: BLE001 - raised again inside the record, on every process (under MPI the others
+            pass  # wait in its gather: raised here, on the root alone, it had left them waiting)
     start = time.perf_counter()
     values = record_metrics(opt, objective, oracle, metrics)
     if values is None:
@@ -1461,8 +1464,8 @@ def run(algorithm, objective, iterations, *, record_every=None, repeats=1, seed=
         agreed.__enter__()
         try:
             opt, oracle, rows, t0, bar, last = _set_up(algorithm, objective, iterations, repeats, x0, seed,
-                                                          first_repeat, resume, meta, due, record_at, record_every,
-                                                          metrics, progress)
+                                                       first_repeat, resume, meta, due, record_at, record_every,
+                                                       metrics, progress)
         except DivergenceError as exc:  # (the gradients at the start: the error carries its history as every
             # DivergenceError of a run does, compare() read it and raised AttributeError: the start's record of each
             # repetition, its metrics NaN, as they are at a non-finite gradient)
