@@ -1193,3 +1193,27 @@ def test_synthetic_data_too_large_names_the_options_that_size_it(tmp_path, capsy
                         r"--test-samples or --d\n", capsys.readouterr().err)
     with pytest.raises(MemoryError, match="; lower total, test_samples or d$"):
         NonconvexLogistic.synthetic(4, total=40000000)
+
+
+def test_large_link_noise_and_least_squares_prox_blocks_are_refused_before_they_are_allocated(tmp_path, capsys,
+                                                                                              monkeypatch):
+    """Helper 263: `run --topology complete --n 2048 --d 500 --objective quadratic --noise 0.1` asked 15.6 GiB a
+    round for the noise on the received copies and was killed by the operating system (no message); ADMM on least
+    squares asked (repeats, n, d, d) systems, "Unable to allocate 4.77 GiB", naming nothing. Both are refused first
+    now, saying what and what to lower."""
+    from rowstoch_fast import _checks
+    from rowstoch_fast.network import messages
+    from rowstoch_fast.objectives import LeastSquares
+
+    monkeypatch.setattr(_checks, "available_memory", lambda: 200_000)  # (the round's block: (16 + 256) x 50 x 8)
+    monkeypatch.setattr(messages, "NOISE_BLOCK_CHECKED", 1 << 10)
+    code = cli.main(["run", "--topology", "complete", "--n", "16", "--d", "50", "--objective", "quadratic", "--noise",
+                     "0.1", "--algorithm", "dsgd", "--iterations", "3", "--no-progress", "--out", str(tmp_path / "a")])
+    err = capsys.readouterr().err
+    assert code == 2 and re.search(r"rowstoch: error: out of memory: Noisy\(per='link'\): the noise on the 256 "
+                                   r"received copies of 50 values each, every round needs about .* but only 195.3 KiB "
+                                   r"is available; a sparser graph, fewer repetitions or a smaller d\n$", err), err
+    f = LeastSquares.synthetic(4, samples_per_node=10, d=30, seed=0)
+    with pytest.raises(MemoryError, match=r"the local proximal step of least squares \(a 30 x 30 system per node and "
+                                          r"repetition\) needs .*; fewer repetitions, or a smaller d"):
+        f.prox_local(np.zeros((5, 4, 30)), 0.1)

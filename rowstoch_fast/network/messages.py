@@ -9,7 +9,7 @@ import threading
 import numpy as np
 import scipy.sparse as sp
 
-from .._checks import check_int
+from .._checks import check_int, require_memory
 from .._hashing import content_round
 from .._history import copy_rows
 from ..mixing import MixingMatrix
@@ -386,6 +386,10 @@ def _own_and_messages_round(core, ext, t, r, out, delayed=None, rounds=1, noisy=
         out += noise
 
 
+#: The bytes of a round's block of link noise above which :func:`link_noise_block` checks the memory first.
+NOISE_BLOCK_CHECKED = 64 << 20
+
+
 def link_noise_block(layer, indptr, indices, t, r, width, dtype, n_own, ages=None, row_ids=None, col_ids=None):
     """What a weighted pass needs to add ``layer``'s noise on the received copies (:class:`Noisy` with
     ``per="link"``): ``(block, index, senders)``, the block ``[zeros (n_own rows); sigma z (one row per stored
@@ -395,6 +399,13 @@ def link_noise_block(layer, indptr, indices, t, r, width, dtype, n_own, ages=Non
     from .. import _core
 
     ids = {} if row_ids is None else {"row_ids": row_ids, "col_ids": col_ids}
+    nbytes = (n_own + len(indices)) * width * np.dtype(dtype).itemsize
+    if nbytes > NOISE_BLOCK_CHECKED and row_ids is None:  # (a complete graph of 2,048 nodes at d = 500 had asked
+        # 15.6 GiB a round and been killed by the operating system, helper 263; below this, no check each round; not
+        # on an MPI rank's rows, where one rank's refusal alone would leave the others waiting)
+        require_memory(2.0 * nbytes, f"Noisy(per='link'): the noise on the {len(indices)} received copies of "
+                                     f"{width} values each, every round", "a sparser graph, fewer repetitions or a "
+                                     "smaller d")
     block = np.empty((n_own + len(indices), width), dtype=dtype)
     block[:n_own] = 0
     # (sigma z, the product in dtype as Noisy.sigma_of's, written in place: no block of unit draws, no copy)
