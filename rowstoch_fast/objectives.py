@@ -1621,11 +1621,13 @@ class LeastSquares(Objective):
 
     def _prox_local(self, V, t, own):
         """``(H_i^T H_i / M + I / t) x = H_i^T y_i / M + v / t``: one d x d solve per row."""
-        # (a d x d system per node and replica, and LAPACK's copy of them: "Unable to allocate 4.77 GiB (10, 16,
-        # 2000, 2000)" for 51 MB of data had named no option, helper 263)
-        require_memory(2.0 * 8 * max(1, V.size // max(1, self.d)) * self.d * self.d,
-                       f"the local proximal step of least squares (a {self.d} x {self.d} system per node and "
-                       "repetition)", "fewer repetitions, or a smaller d")
+        if self.__dict__.get("_prox_checked") != V.shape:  # (a d x d system per node and replica, and LAPACK's
+            # copy of them: "Unable to allocate 4.77 GiB (10, 16, 2000, 2000)" for 51 MB of data had named no
+            # option, helper 263; checked once a shape, not at every step)
+            require_memory(2.0 * 8 * max(1, V.size // max(1, self.d)) * self.d * self.d,
+                           f"the local proximal step of least squares (a {self.d} x {self.d} system per node and "
+                           "repetition)", "fewer repetitions, or a smaller d")
+            self._prox_checked = V.shape
         gram = self.__dict__.get("_gram")
         if gram is None:
             gram = self._gram = (np.matmul(self.H.swapaxes(1, 2), self.H) / self.M,

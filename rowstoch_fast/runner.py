@@ -709,9 +709,7 @@ def _test_metrics(objective, x_bar):
     call, helper 264)."""
     ok = np.isfinite(x_bar).all(axis=1)
     points = np.where(ok[:, None], x_bar, 0.0)
-    per = max(1, int(np.size(objective.test_data[0])))  # (the test samples' entries: samples x d)
-    size = max(1, RECORD_CALL_WORK // per)
-    size = size - size % 8 if size >= 8 else size
+    size = _per_call(len(points), int(np.size(objective.test_data[0])))  # (a replica: test samples x d)
     parts = [objective.test_metrics(points[a:a + size]) for a in range(0, len(points), size)]
     out = {m: np.concatenate([np.atleast_1d(p[m]) for p in parts]) for m in parts[0]}
     return {m: np.where(ok, v, np.nan if m == "test_accuracy" else np.inf) for m, v in out.items()}
@@ -764,7 +762,13 @@ def _replicas_per_call(objective, replicas):
         per = n * d * max(1, int(getattr(objective, "samples_per_node", 0) or 0) or d)
     except (TypeError, ValueError, OverflowError):  # (an objective of the user's with sizes of its own kind)
         return replicas
-    size = max(1, RECORD_CALL_WORK // per)
+    return _per_call(replicas, per)
+
+
+def _per_call(replicas, work):
+    """The replicas one call of a record takes where each asks ``work`` multiply-adds: all of them within
+    :data:`RECORD_CALL_WORK`, else a multiple of 8 (the replicas the compiled passes take together), at least 1."""
+    size = max(1, RECORD_CALL_WORK // max(1, work))
     return replicas if size >= replicas else (size - size % 8 if size >= 8 else size)
 
 
