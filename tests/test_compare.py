@@ -3110,6 +3110,7 @@ def test_the_tracker_hint_points_to_loss_robust_methods_where_messages_are_lost(
     assert losses_of(Lossy(A, 0.1)) == ["loses messages"]
     assert losses_of(Compressed(Delayed(Lossy(A, 0.1), 2), "topk", k=1)) == ["loses messages"]
     assert not losses_of(A) and not losses_of(Lossy(A, 0.0)) and not losses_of(Compressed(A, "topk", k=1))
+    assert not losses_of(Lossy(topology.exponential(1), 0.5))  # (one node sends nothing: `run --n 1 --loss 0.5`)
     # (what is sent to a sleeping node is lost: SGP's weights drained to 6e-15 of 128 with every node awake 95% of
     # the time, blamed on losses the network did not have)
     assert losses_of(Sleepy(Lossy(A, 0.1), 0.3)) == [Sleepy.loses, "loses messages"] and not losses_of(Sleepy(A, 1.0))
