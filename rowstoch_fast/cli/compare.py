@@ -152,168 +152,24 @@ def _wait_for_rank_zero():
 
 
 def _compare(args):
-    import warnings
-
+    """``rowstoch compare``'s stages, each its own function: the start (:func:`_opened`), the options checked
+    (:func:`_checked_options`), every graph and setting planned before anything runs (:func:`_planned_problems`),
+    the output folder taken, the methods run setting by setting with each table written as they finish
+    (:func:`_run_problems`), then the outputs (:func:`_write_results`)."""
     from .. import compare as cmp
     from ..compare.live import CLI_SHARE, CLI_TEXT_EVERY, LiveView
-    from ..compare.outputs import ComparisonFolder, FolderInUse, slugs
-    from ..runner import BELOW_OPTIMUM_WORDS, check_takes
+    from ..compare.outputs import ComparisonFolder, FolderInUse
 
-    args.before_mpi = True  # (a refusal here, on one rank of an MPI launch, aborts it: the others are in MPI_Init)
-    file_algorithms = _read_experiment_file(args)  # (first: a resumed comparison's backend is its experiment.json's)
-    args.before_mpi = False
-    root = True
-    if args.backend == "mpi":  # every rank runs; rank 0 prints and writes
-        try:
-            from mpi4py import MPI
-        except ImportError:
-            raise UsageError("--backend mpi needs mpi4py: pip install 'rowstoch_fast[mpi]'") from None
-        root = MPI.COMM_WORLD.Get_rank() == 0
-    refuse_different_arguments(args)
+    file_algorithms, root = _opened(args)
     say = narrator(args, root)  # what it is doing (quiet with -q)
-    show = print if root else (lambda *a, **k: None)  # its results
-    if root and getattr(args, "lost_tuning", None):
-        print(f"rowstoch: warning: --resume {args.lost_tuning!r} holds records but no lr.json: the tuning records "
-              "of the methods it keeps are lost (their rates and statuses are compare.csv's); the new lr.json "
-              "leaves them out", file=sys.stderr)
-    if root and getattr(args, "unused_tables", None):
-        tables = args.unused_tables
-        print(f"rowstoch: note: --algorithms leaves out {', '.join(tables)} of {args.file_name} (the command line "
-              f"wins): {'its settings are' if len(tables) == 1 else 'their settings are'} not used", file=sys.stderr)
-    warn_unshared_launch(args)
-    on_every_rank(args, _metrics_module, args)  # (its metrics are --metric choices; a resumed comparison's file,
-    # from experiment.json)
-    if args.algorithms is not None and not args.algorithms.replace(",", "").strip():
-        raise UsageError("--algorithms is empty; name at least one algorithm ('rowstoch algorithms' lists them)")
-    names = [a.strip() for a in args.algorithms.split(",")] if args.algorithms else list(cmp.ALGORITHMS)
-    written = {str(token).split("=", 1)[0] for token in getattr(args, "argv", []) if str(token).startswith("--")}
-    if args.mg_rounds is not None and args.mg_rounds < 1:  # (a file's, dropped below unread: checked first)
-        raise UsageError(f"--mg-rounds must be >= 1 (gossip rounds per iteration), got {args.mg_rounds}")
-    if "--mg-rounds" in getattr(args, "file_keys", {}) and "--mg-rounds" not in written and \
-            not any(a.startswith("mg-") for a in names):  # (the file's R, for mg-* methods the command line left
-        # out: `--preset paper --algorithms pull-diag-gt` was refused, naming the shipped file)
-        args.mg_rounds = None
-        args.given.discard("--mg-rounds")
-    _refuse_unread(args, _problem_rules(args) + [
-        (("--mg-rounds",), not any(a.startswith("mg-") for a in names), "without an mg-* algorithm")])
-    _check_objective_args(args)
-    try:
-        settings = _settings(args)
-    except UsageError as exc:
-        raise _as_in_the_file(args, exc) from None
-    metrics = _metric_list(args.metric, _file_key(args, "--metric")) if args.metric is not None else None
-    x_axis = [str(args.x).strip()]
-    if x_axis[0] not in report.AXES:  # (one value: "a comma-separated list" had been said of a bad one, helper 261)
-        raise UsageError(f"--x takes one of {', '.join(report.AXES)}, got {args.x!r}")
-    cost = getattr(args, "cost_weights", None)
-    if (x_axis[0] == "cost") != (cost is not None):
-        raise UsageError("--x cost needs --cost-weights (e.g. gradient=1,round=100)" if cost is None
-                         else "--cost-weights is read with --x cost only")
-    if cost is not None:
-        try:
-            report.check_cost_weights(cost)
-        except ValueError as exc:
-            raise UsageError(f"--cost-weights: {exc}") from None
-    formats = _figure_formats(args)
-    if not formats and not args.live and "--x" in args.given and "--format" in args.given \
-            and x_axis[0] != "cost":  # (accepted and ignored, helper 261; cost is a column of compare.csv too)
-        raise UsageError("--x is not read with --format none: it is the figures' axis, and none is drawn")
-    if formats or args.live:  # (the figures come last: a backend that cannot load is refused before the work)
-        try:
-            report.check_backend()
-        except ValueError as exc:
-            raise UsageError(str(exc)) from None
-    jobs = _jobs(args)
-    if root:
-        _check_out_folder(args.out)
-    progress = progress_option(args)
-    topologies = args.topology if isinstance(args.topology, list) else [args.topology]
-    twice = sorted({name for name in topologies if topologies.count(name) > 1})
-    if twice and not args.matrix:  # (each graph's records go under its name: a graph twice merged two runs in one)
-        raise UsageError(f"--topology names {', '.join(map(repr, twice))} twice")
-    for name in ([] if args.matrix else topologies):
-        if name not in TOPOLOGIES + PAPER_GRAPHS:
-            raise UsageError(f"unknown topology {name!r}{did_you_mean(name, TOPOLOGIES + PAPER_GRAPHS)}; choose from "
-                             f"{', '.join(TOPOLOGIES + PAPER_GRAPHS)}")
-    # every graph, setting, objective, algorithm and rate is checked before anything runs or is written
-    problems, args.graph_words, args.left_out = [], {}, {}
-    early = set()  # (the warnings printed while planning: a budget that holds few of a method's iterations)
-    try:
-        for gname in [file_label(args.matrix)] if args.matrix else topologies:
-            args.topology = gname
-            base = on_every_rank(args, _matrix_from_args, args)
-            args.graph_words[gname] = _graph_words(args, gname, base)
-            _check_objective_size(args, base.n)
-            f = on_every_rank(args, _objective_from_args, args, base.n)
-            built = [(sname, ns, network_options.build(base, ns)) for sname, ns in settings]
-            _methods_apart(args, gname, f, built)
-            for sname, ns, A in built:
-                _check_resumed_data(args, gname + (f" / {sname}" if sname else ""), A, f)
-                chosen = args.algorithms or ",".join(cmp.default_algorithms(A, f))  # (default: what runs on A, f)
-                specs = cmp.parse_algorithms(chosen, A, args.mg_rounds)
-                labels = [label for label, _, _ in specs]
-                if "--tracker" in args.given and not any("tracker" in REGISTRY[m].hyper for _, m, _ in specs):
-                    raise UsageError(f"--tracker is not read by {', '.join(labels)} (only the methods with a "
-                                     f"Pull-Diag tracker take one: 'rowstoch algorithms' lists them)")
-                lr = _parse_lr(args.lr, labels)
-                if file_algorithms and not isinstance(lr, float):  # the file's rates, unless --lr gives them
-                    lr = {**{k: v["lr"] for k, v in file_algorithms.items() if "lr" in v and k in labels},
-                          **(lr or {})}
-                cmp.check_rates(lr, labels)
-                sources = {k: v["lr_source"] for k, v in file_algorithms.items()
-                           if "lr_source" in v and isinstance(lr, dict) and lr.get(k) == v.get("lr")}
-                hyper = {k: {h: x for h, x in v.items() if h not in ("lr", "lr_source")}
-                         for k, v in file_algorithms.items()}
-                hyper = {k: v for k, v in hyper.items() if v and k in labels}
-                for label, method, rounds in specs:
-                    check_takes(REGISTRY[method], f, label)
-                    if label in hyper:  # the file's values, checked by the constructor before anything runs
-                        _check_file_hyper(args.config, label, REGISTRY[method], rounds, hyper[label], args.tracker,
-                                          A.n)
-                asked = jobs
-                while True:
-                    try:
-                        with warnings.catch_warnings(record=True) as planned:  # (the budget's warning: now,
-                            # before the tuning, not after it: helper 246's MG-Pull-Diag-GT of Theorem 3's R = 698 on
-                            # the paper's ring had been told it ran 2 iterations once every method had run)
-                            warnings.simplefilter("always", RuntimeWarning)
-                            cmp.make_plan(A, f, chosen, args.rounds_budget, lr=lr, repeats=args.repeats,
-                                          seed=args.seed, tracker=args.tracker, backend=args.backend,
-                                          mg_rounds=args.mg_rounds, metric=metrics[0] if metrics else None,
-                                          metrics=metrics, lr_source=sources or None, hyper=hyper or None,
-                                          jobs=jobs)  # (every check, memory too)
-                        for w in planned:
-                            said = str(w.message)
-                            if "runs only" in said and root and said not in early:
-                                early.add(said)  # (the run's own warning is then not printed again)
-                                print(f"rowstoch: warning: {said}", file=sys.stderr)
-                        break
-                    except MemoryError:  # (the default, the cores: as many processes as fit, each with its copy
-                        # of the problem and its methods' blocks; a --jobs given is refused as it is)
-                        if args.jobs is not None or min(jobs, len(specs)) <= 1:
-                            raise
-                        jobs = min(jobs, len(specs)) - 1
-                if jobs < asked:
-                    say(f"--jobs {jobs}: {min(asked, len(specs))} processes (each with its copy of the problem and "
-                        f"its methods' blocks) do not fit in the memory available")
-                problems.append((gname, sname, ns, A, specs, lr, f, sources, hyper, chosen))
-    except UsageError as exc:  # (worded already: an experiment file's key; a layer's option, here)
-        raise _as_in_the_file(args, exc) from None
-    except (ValueError, TypeError) as exc:
-        raise UsageError(_as_options(str(exc), _COMPARE_OPTIONS)) from exc
-    args.topology = topologies if len(topologies) > 1 else topologies[0]
-    metric = metrics[0] if metrics else cmp.default_metric(problems[0][6])
-    metrics = metrics or [metric, "consensus_error"]
-    live = LiveView(metric, x_axis[0], path=os.path.join(args.out, "live.png"),  # (-q: the figure, no text plot)
-                    text=False if getattr(args, "quiet", False) else None,
+    checked = _checked_options(args, root)
+    problems, early = _planned_problems(args, checked, file_algorithms, root, say)
+    metric = checked.metrics[0] if checked.metrics else cmp.default_metric(problems[0][6])
+    checked.metrics = checked.metrics or [metric, "consensus_error"]
+    live = LiveView(metric, checked.x_axis, path=os.path.join(args.out, "live.png"),  # (-q: the figure, no text
+                    text=False if getattr(args, "quiet", False) else None,  # plot)
                     share=CLI_SHARE, text_every=CLI_TEXT_EVERY) if args.live and root else None
-    several = len(settings) > 1
-    tuned = []  # (every graph's and setting's: a method a resumed one keeps keeps its rate there)
-    for gname, sname, _, _, specs, lr, *_ in problems:
-        previous = _previous_of(args, gname, sname if several else None)
-        kept = set(previous["algorithm"]) if previous is not None and "algorithm" in previous.columns else set()
-        tuned += [label for label, _, _ in specs if not isinstance(lr, float) and label not in (lr or {})
-                  and label not in kept and label not in tuned]
+    tuned = _tuned_labels(args, problems, several=len(checked.settings) > 1)
     folder, refused = None, None
     # (--resume DIR --out OTHER: the comparison goes on into OTHER, a new output folder, DIR left as it is)
     into_itself = bool(args.resume) and os.path.abspath(args.out) == os.path.abspath(args.resume)
@@ -340,108 +196,341 @@ def _compare(args):
                 f"{'; each in the settings that run it' if args.left_out else ''}): "
                 f"every rate of {cmp.TUNE_GRID[0]:g} .. {cmp.TUNE_GRID[-1]:g} over the whole budget in one batched "
                 f"run, then refined, on {metric}; --lr NAME=VALUE fixes one", flush=True)
-        frames, interrupted, warned = [], False, set(early)
-        rows_cache = {}  # (each finished method's summary row, computed once: the tables are rewritten after each
-        # method, and ranking them all again from their records cost the default comparison 2.6 s of 4.4)
-        places = slugs([gname + (f", {sname}" if sname else "") for gname, sname, *_ in problems],
-                       os.path.join(args.out, "checkpoints"))  # (their checkpoints' folders)
-        for gname, sname, ns, A, specs, lr, f, sources, hyper, chosen in problems:
-            where = gname + (f", {sname}" if sname else "")
-            say(f"{where} (n = {A.n}, {network_options.words(ns)}): {_counted(len(specs), 'algorithm')}, "
-                f"{_counted(args.rounds_budget, 'communication round')} each, {_counted(args.repeats, 'repetition')}, "
-                f"ranked by {metric}"
-                + (f", {jobs} processes" if jobs > 1 and len(specs) > 1 else ""), flush=True)
-
-            def labelled(frame, gname=gname, sname=sname):
-                frame = frame.copy() if cost is None else report.with_cost(frame, cost)
-                frame.insert(0, "graph", gname)
-                if several:
-                    frame.insert(1, "setting", sname)
-                return frame  # (a kept method's tuning record too: the previous frame's, _previous_of)
-
-            def write_so_far(frame):  # each method's results as it finishes, every table replaced atomically
-                if root and len(frame):
-                    now = frames + [labelled(frame)]
-                    cmp.write_tables(now, args.out, metrics, caption=_caption(args, problems),
-                                     kept=_not_reached(args, now), cache=rows_cache)
-                    if live is not None:
-                        live(now)
-
-            try:
-                with warnings.catch_warnings(record=True) as caught:
-                    warnings.simplefilter("always", RuntimeWarning)
-                    try:
-                        frame = cmp.compare(A, f, chosen, args.rounds_budget, lr=lr, repeats=args.repeats,
-                                            seed=args.seed, tracker=args.tracker, backend=args.backend,
-                                            mg_rounds=args.mg_rounds, progress=progress, metric=metric,
-                                            metrics=metrics, lr_source=sources or None, hyper=hyper or None,
-                                            checkpoint_dir=os.path.join(args.out, "checkpoints", places[where]),
-                                            previous=_previous_of(args, gname, sname if several else None),
-                                            jobs=jobs, on_result=write_so_far,
-                                            log=lambda line: say("  " + line, flush=True))
-                        # (under MPI, past the comparison's last collective: a signal from here on, on any rank,
-                        # is held until rank 0 has written, and the ranks leave together: _wait_for_rank_zero)
-                        args.ranks_wait = args.backend == "mpi" and (
-                            (gname, sname) == problems[-1][:2] or bool(frame.attrs.get("interrupted")))
-                    except Exception as exc:  # what finished (exc.frame, earlier settings) is written, then the error
-                        # (under MPI, an error of rank 0's alone in the last setting, its last table unwritable: the
-                        # others wait for it as they would have for its outputs)
-                        args.ranks_wait = args.backend == "mpi" and (gname, sname) == problems[-1][:2]
-                        if live is not None:
-                            live.flush()
-                        _write_finished_comparison(frames, getattr(exc, "frame", None), labelled, args, root,
-                                                   metrics, problems, x_axis[0], formats)
-                        raise
-            except (ValueError, TypeError, RuntimeError) as exc:
-                raise UsageError(_as_options(str(exc), _COMPARE_OPTIONS)) from exc
-            for w in caught:  # the budget warning, the methods that run without the network model; a diverging or
-                # growing baseline is reported in the table instead
-                said = str(w.message)
-                key = said.split(" not run over")[0]  # (the methods it names: once a comparison, whatever the
-                # layers of each setting; it was repeated for every setting of a sweep)
-                if ("runs only" in said or "communication model" in said or BELOW_OPTIMUM_WORDS in said) and root \
-                        and key not in warned:
-                    warned.add(key)
-                    print(f"rowstoch: warning: {said}", file=sys.stderr)
-            if len(frame):
-                frame = labelled(frame)
-                frames.append(frame)
-                beside = metrics[1:] if args.metric is not None else ()  # (those asked for, printed beside)
-                if getattr(args, "quiet", False) and len(problems) > 1:  # (-q: which graph and setting, still)
-                    show(f"{where}:")
-                show(cmp.format_summary(_one_section(cmp.summary(frame, metrics=beside))), flush=True)
-            if frame.attrs.get("interrupted"):
-                interrupted = True
-                break
+        frames, interrupted = _run_problems(args, problems, checked, metric, live, early, root, say)
         if live is not None:  # (the frames a call too soon after the last draw kept)
             live.flush()
         if not root:
             return 130 if interrupted else 0
-        if not frames:  # (the settings and the runs' states are written: "nothing written" had sent helper 219 to
-            # run the command again, refused for an --out not empty)
-            print(f"rowstoch: interrupted before any algorithm finished: no results yet; {args.out} holds "
-                  f"{' and '.join(_beside(args.out)) or 'the comparison'}: --resume {shlex.quote(args.out)} continues "
-                  "it",  # (quoted as a shell takes it: a folder with a space, helper 220)
-                  file=sys.stderr)
-            return 130
-        titles = _titles(args, frames, problems)
-        with signals_held():  # (the tables, figures and settings written together: a signal then ends the command)
-            kept = _not_reached(args, frames) if interrupted else None
-            written = cmp.write_outputs(frames, args.out, metrics, x_axis[0], formats,
-                                        caption=_caption(args, problems) + (_unfinished(frames, kept, problems)
-                                                                            if interrupted else ""), titles=titles,
-                                        kept=kept)
-            # (finished: every method of this comparison was reached; records of none of them are not carried on)
-            if into_itself and not interrupted:  # (once they all ran: the settings say what compare.csv holds)
-                _update_experiment(args.out, args.repeats)  # (the copy too: experiment.json may say them already)
-            beside = _beside(args.out)
-            (show if interrupted else say)(f"wrote {', '.join(os.path.join(args.out, n) for n in written)}"
-                  + (f"; beside them {' and '.join(beside)}" if beside else "")
-                  + (" (interrupted: what finished; --resume continues it)" if interrupted else ""))
-        return 130 if interrupted else 0
+        return _write_results(args, frames, interrupted, problems, checked, into_itself, say)
     finally:
         if folder is not None:
             folder.release()
+
+
+def _opened(args):
+    """The start of ``rowstoch compare`` on every rank: the experiment file read (first: a resumed comparison's
+    backend is its experiment.json's), this process's MPI rank, the notes on what the file leaves unused, and the
+    metrics module loaded. Returns the file's algorithm tables and whether this process prints and writes (rank
+    0, or the only one)."""
+    args.before_mpi = True  # (a refusal here, on one rank of an MPI launch, aborts it: the others are in MPI_Init)
+    file_algorithms = _read_experiment_file(args)
+    args.before_mpi = False
+    root = True
+    if args.backend == "mpi":  # every rank runs; rank 0 prints and writes
+        try:
+            from mpi4py import MPI
+        except ImportError:
+            raise UsageError("--backend mpi needs mpi4py: pip install 'rowstoch_fast[mpi]'") from None
+        root = MPI.COMM_WORLD.Get_rank() == 0
+    refuse_different_arguments(args)
+    if root and getattr(args, "lost_tuning", None):
+        print(f"rowstoch: warning: --resume {args.lost_tuning!r} holds records but no lr.json: the tuning records "
+              "of the methods it keeps are lost (their rates and statuses are compare.csv's); the new lr.json "
+              "leaves them out", file=sys.stderr)
+    if root and getattr(args, "unused_tables", None):
+        tables = args.unused_tables
+        print(f"rowstoch: note: --algorithms leaves out {', '.join(tables)} of {args.file_name} (the command line "
+              f"wins): {'its settings are' if len(tables) == 1 else 'their settings are'} not used", file=sys.stderr)
+    warn_unshared_launch(args)
+    on_every_rank(args, _metrics_module, args)  # (its metrics are --metric choices; a resumed comparison's file,
+    # from experiment.json)
+    return file_algorithms, root
+
+
+def _checked_options(args, root):
+    """Every option of ``rowstoch compare`` that needs no problem built, checked (one line naming the option
+    otherwise). Returns them read: ``settings`` (the network settings, :func:`_settings`), ``metrics`` (``--metric``'s
+    list, or None: the objective's default), ``x_axis``, ``cost`` (``--cost-weights``), ``formats`` (the figures'),
+    ``jobs``, ``progress`` and ``topologies`` (the graphs' names)."""
+    from types import SimpleNamespace
+
+    from .. import compare as cmp
+
+    if args.algorithms is not None and not args.algorithms.replace(",", "").strip():
+        raise UsageError("--algorithms is empty; name at least one algorithm ('rowstoch algorithms' lists them)")
+    names = [a.strip() for a in args.algorithms.split(",")] if args.algorithms else list(cmp.ALGORITHMS)
+    written = {str(token).split("=", 1)[0] for token in getattr(args, "argv", []) if str(token).startswith("--")}
+    if args.mg_rounds is not None and args.mg_rounds < 1:  # (a file's, dropped below unread: checked first)
+        raise UsageError(f"--mg-rounds must be >= 1 (gossip rounds per iteration), got {args.mg_rounds}")
+    if "--mg-rounds" in getattr(args, "file_keys", {}) and "--mg-rounds" not in written and \
+            not any(a.startswith("mg-") for a in names):  # (the file's R, for mg-* methods the command line left
+        # out: `--preset paper --algorithms pull-diag-gt` was refused, naming the shipped file)
+        args.mg_rounds = None
+        args.given.discard("--mg-rounds")
+    _refuse_unread(args, _problem_rules(args) + [
+        (("--mg-rounds",), not any(a.startswith("mg-") for a in names), "without an mg-* algorithm")])
+    _check_objective_args(args)
+    try:
+        settings = _settings(args)
+    except UsageError as exc:
+        raise _as_in_the_file(args, exc) from None
+    metrics = _metric_list(args.metric, _file_key(args, "--metric")) if args.metric is not None else None
+    x_axis = str(args.x).strip()
+    if x_axis not in report.AXES:  # (one value: "a comma-separated list" had been said of a bad one, helper 261)
+        raise UsageError(f"--x takes one of {', '.join(report.AXES)}, got {args.x!r}")
+    cost = getattr(args, "cost_weights", None)
+    if (x_axis == "cost") != (cost is not None):
+        raise UsageError("--x cost needs --cost-weights (e.g. gradient=1,round=100)" if cost is None
+                         else "--cost-weights is read with --x cost only")
+    if cost is not None:
+        try:
+            report.check_cost_weights(cost)
+        except ValueError as exc:
+            raise UsageError(f"--cost-weights: {exc}") from None
+    formats = _figure_formats(args)
+    if not formats and not args.live and "--x" in args.given and "--format" in args.given \
+            and x_axis != "cost":  # (accepted and ignored, helper 261; cost is a column of compare.csv too)
+        raise UsageError("--x is not read with --format none: it is the figures' axis, and none is drawn")
+    if formats or args.live:  # (the figures come last: a backend that cannot load is refused before the work)
+        try:
+            report.check_backend()
+        except ValueError as exc:
+            raise UsageError(str(exc)) from None
+    jobs = _jobs(args)
+    if root:
+        _check_out_folder(args.out)
+    progress = progress_option(args)
+    topologies = args.topology if isinstance(args.topology, list) else [args.topology]
+    twice = sorted({name for name in topologies if topologies.count(name) > 1})
+    if twice and not args.matrix:  # (each graph's records go under its name: a graph twice merged two runs in one)
+        raise UsageError(f"--topology names {', '.join(map(repr, twice))} twice")
+    for name in ([] if args.matrix else topologies):
+        if name not in TOPOLOGIES + PAPER_GRAPHS:
+            raise UsageError(f"unknown topology {name!r}{did_you_mean(name, TOPOLOGIES + PAPER_GRAPHS)}; choose from "
+                             f"{', '.join(TOPOLOGIES + PAPER_GRAPHS)}")
+    return SimpleNamespace(settings=settings, metrics=metrics, x_axis=x_axis, cost=cost, formats=formats, jobs=jobs,
+                           progress=progress, topologies=topologies)
+
+
+def _planned_problems(args, checked, file_algorithms, root, say):
+    """Every graph, setting, objective, algorithm and rate checked, and each setting's comparison planned
+    (:func:`~rowstoch_fast.compare.make_plan`: memory too), before anything runs or is written. Returns the
+    problems, one tuple ``(graph, setting, its options, A, specs, lr, f, lr sources, hyper, algorithms)`` a graph
+    and setting, and the warnings printed while planning (a budget that holds few of a method's iterations: the
+    run's own is then not printed again). ``checked.jobs`` is lowered where that many processes do not fit."""
+    from .. import compare as cmp
+
+    problems, args.graph_words, args.left_out = [], {}, {}
+    early = set()
+    try:
+        for gname in [file_label(args.matrix)] if args.matrix else checked.topologies:
+            args.topology = gname
+            base = on_every_rank(args, _matrix_from_args, args)
+            args.graph_words[gname] = _graph_words(args, gname, base)
+            _check_objective_size(args, base.n)
+            f = on_every_rank(args, _objective_from_args, args, base.n)
+            built = [(sname, ns, network_options.build(base, ns)) for sname, ns in checked.settings]
+            _methods_apart(args, gname, f, built)
+            for sname, ns, A in built:
+                _check_resumed_data(args, gname + (f" / {sname}" if sname else ""), A, f)
+                chosen = args.algorithms or ",".join(cmp.default_algorithms(A, f))  # (default: what runs on A, f)
+                specs = cmp.parse_algorithms(chosen, A, args.mg_rounds)
+                lr, sources, hyper = _rates_and_hyper(args, specs, A, f, file_algorithms)
+                _plan_fitting(args, checked, A, f, chosen, specs, lr, sources, hyper, root, early, say)
+                problems.append((gname, sname, ns, A, specs, lr, f, sources, hyper, chosen))
+    except UsageError as exc:  # (worded already: an experiment file's key; a layer's option, here)
+        raise _as_in_the_file(args, exc) from None
+    except (ValueError, TypeError) as exc:
+        raise UsageError(_as_options(str(exc), _COMPARE_OPTIONS)) from exc
+    topologies = checked.topologies
+    args.topology = topologies if len(topologies) > 1 else topologies[0]
+    return problems, early
+
+
+def _rates_and_hyper(args, specs, A, f, file_algorithms):
+    """The rates (``--lr``, else the experiment file's), where each came from, and the file's other
+    hyper-parameters of one setting's methods, checked (each method takes ``f``; the file's values by the
+    method's constructor) before anything runs. Returns ``(lr, sources, hyper)``."""
+    from .. import compare as cmp
+    from ..runner import check_takes
+
+    labels = [label for label, _, _ in specs]
+    if "--tracker" in args.given and not any("tracker" in REGISTRY[m].hyper for _, m, _ in specs):
+        raise UsageError(f"--tracker is not read by {', '.join(labels)} (only the methods with a "
+                         f"Pull-Diag tracker take one: 'rowstoch algorithms' lists them)")
+    lr = _parse_lr(args.lr, labels)
+    if file_algorithms and not isinstance(lr, float):  # the file's rates, unless --lr gives them
+        lr = {**{k: v["lr"] for k, v in file_algorithms.items() if "lr" in v and k in labels},
+              **(lr or {})}
+    cmp.check_rates(lr, labels)
+    sources = {k: v["lr_source"] for k, v in file_algorithms.items()
+               if "lr_source" in v and isinstance(lr, dict) and lr.get(k) == v.get("lr")}
+    hyper = {k: {h: x for h, x in v.items() if h not in ("lr", "lr_source")}
+             for k, v in file_algorithms.items()}
+    hyper = {k: v for k, v in hyper.items() if v and k in labels}
+    for label, method, rounds in specs:
+        check_takes(REGISTRY[method], f, label)
+        if label in hyper:  # the file's values, checked by the constructor before anything runs
+            _check_file_hyper(args.config, label, REGISTRY[method], rounds, hyper[label], args.tracker, A.n)
+    return lr, sources, hyper
+
+
+def _plan_fitting(args, checked, A, f, chosen, specs, lr, sources, hyper, root, early, say):
+    """One setting's comparison planned (:func:`~rowstoch_fast.compare.make_plan`: every check, memory too), its
+    budget's warning printed now (and added to ``early``), before the tuning and not after it (helper 246's
+    MG-Pull-Diag-GT of Theorem 3's R = 698 on the paper's ring had been told it ran 2 iterations once every method
+    had run). Where the default ``--jobs`` (the cores: as many processes as fit, each with its copy of the problem
+    and its methods' blocks) does not fit in memory, fewer: ``checked.jobs`` lowered and said; a ``--jobs`` given is
+    refused as it is."""
+    import warnings
+
+    from .. import compare as cmp
+
+    metrics, asked = checked.metrics, checked.jobs
+    while True:
+        try:
+            with warnings.catch_warnings(record=True) as planned:
+                warnings.simplefilter("always", RuntimeWarning)
+                cmp.make_plan(A, f, chosen, args.rounds_budget, lr=lr, repeats=args.repeats, seed=args.seed,
+                              tracker=args.tracker, backend=args.backend, mg_rounds=args.mg_rounds,
+                              metric=metrics[0] if metrics else None, metrics=metrics, lr_source=sources or None,
+                              hyper=hyper or None, jobs=checked.jobs)
+            for w in planned:
+                said = str(w.message)
+                if "runs only" in said and root and said not in early:
+                    early.add(said)
+                    print(f"rowstoch: warning: {said}", file=sys.stderr)
+            break
+        except MemoryError:
+            if args.jobs is not None or min(checked.jobs, len(specs)) <= 1:
+                raise
+            checked.jobs = min(checked.jobs, len(specs)) - 1
+    if checked.jobs < asked:
+        say(f"--jobs {checked.jobs}: {min(asked, len(specs))} processes (each with its copy of the problem and "
+            f"its methods' blocks) do not fit in the memory available")
+
+
+def _tuned_labels(args, problems, several):
+    """The methods whose rate is tuned in some graph or setting (no ``--lr`` for them, and not kept from a
+    resumed comparison there, where it keeps its rate), in order, each once."""
+    tuned = []
+    for gname, sname, _, _, specs, lr, *_ in problems:
+        previous = _previous_of(args, gname, sname if several else None)
+        kept = set(previous["algorithm"]) if previous is not None and "algorithm" in previous.columns else set()
+        tuned += [label for label, _, _ in specs if not isinstance(lr, float) and label not in (lr or {})
+                  and label not in kept and label not in tuned]
+    return tuned
+
+
+def _run_problems(args, problems, checked, metric, live, early, root, say):
+    """Each graph and setting's methods run (:func:`~rowstoch_fast.compare.compare`), each method's results written
+    as it finishes (every table replaced atomically), each setting's summary printed. Returns the frames of the
+    settings that ran and whether the comparison was interrupted. An error writes what finished, then is
+    raised."""
+    import warnings
+
+    from .. import compare as cmp
+    from ..compare.outputs import slugs
+    from ..runner import BELOW_OPTIMUM_WORDS
+
+    show = print if root else (lambda *a, **k: None)  # its results
+    metrics, cost, several = checked.metrics, checked.cost, len(checked.settings) > 1
+    frames, interrupted, warned = [], False, set(early)
+    rows_cache = {}  # (each finished method's summary row, computed once: the tables are rewritten after each
+    # method, and ranking them all again from their records cost the default comparison 2.6 s of 4.4)
+    places = slugs([gname + (f", {sname}" if sname else "") for gname, sname, *_ in problems],
+                   os.path.join(args.out, "checkpoints"))  # (their checkpoints' folders)
+    jobs = checked.jobs
+    for gname, sname, ns, A, specs, lr, f, sources, hyper, chosen in problems:
+        where = gname + (f", {sname}" if sname else "")
+        say(f"{where} (n = {A.n}, {network_options.words(ns)}): {_counted(len(specs), 'algorithm')}, "
+            f"{_counted(args.rounds_budget, 'communication round')} each, {_counted(args.repeats, 'repetition')}, "
+            f"ranked by {metric}"
+            + (f", {jobs} processes" if jobs > 1 and len(specs) > 1 else ""), flush=True)
+
+        def labelled(frame, gname=gname, sname=sname):
+            frame = frame.copy() if cost is None else report.with_cost(frame, cost)
+            frame.insert(0, "graph", gname)
+            if several:
+                frame.insert(1, "setting", sname)
+            return frame  # (a kept method's tuning record too: the previous frame's, _previous_of)
+
+        def write_so_far(frame):  # each method's results as it finishes, every table replaced atomically
+            if root and len(frame):
+                now = frames + [labelled(frame)]
+                cmp.write_tables(now, args.out, metrics, caption=_caption(args, problems),
+                                 kept=_not_reached(args, now), cache=rows_cache)
+                if live is not None:
+                    live(now)
+
+        try:
+            with warnings.catch_warnings(record=True) as caught:
+                warnings.simplefilter("always", RuntimeWarning)
+                try:
+                    frame = cmp.compare(A, f, chosen, args.rounds_budget, lr=lr, repeats=args.repeats,
+                                        seed=args.seed, tracker=args.tracker, backend=args.backend,
+                                        mg_rounds=args.mg_rounds, progress=checked.progress, metric=metric,
+                                        metrics=metrics, lr_source=sources or None, hyper=hyper or None,
+                                        checkpoint_dir=os.path.join(args.out, "checkpoints", places[where]),
+                                        previous=_previous_of(args, gname, sname if several else None),
+                                        jobs=jobs, on_result=write_so_far,
+                                        log=lambda line: say("  " + line, flush=True))
+                    # (under MPI, past the comparison's last collective: a signal from here on, on any rank,
+                    # is held until rank 0 has written, and the ranks leave together: _wait_for_rank_zero)
+                    args.ranks_wait = args.backend == "mpi" and (
+                        (gname, sname) == problems[-1][:2] or bool(frame.attrs.get("interrupted")))
+                except Exception as exc:  # what finished (exc.frame, earlier settings) is written, then the error
+                    # (under MPI, an error of rank 0's alone in the last setting, its last table unwritable: the
+                    # others wait for it as they would have for its outputs)
+                    args.ranks_wait = args.backend == "mpi" and (gname, sname) == problems[-1][:2]
+                    if live is not None:
+                        live.flush()
+                    _write_finished_comparison(frames, getattr(exc, "frame", None), labelled, args, root,
+                                               metrics, problems, checked.x_axis, checked.formats)
+                    raise
+        except (ValueError, TypeError, RuntimeError) as exc:
+            raise UsageError(_as_options(str(exc), _COMPARE_OPTIONS)) from exc
+        for w in caught:  # the budget warning, the methods that run without the network model; a diverging or
+            # growing baseline is reported in the table instead
+            said = str(w.message)
+            key = said.split(" not run over")[0]  # (the methods it names: once a comparison, whatever the
+            # layers of each setting; it was repeated for every setting of a sweep)
+            if ("runs only" in said or "communication model" in said or BELOW_OPTIMUM_WORDS in said) and root \
+                    and key not in warned:
+                warned.add(key)
+                print(f"rowstoch: warning: {said}", file=sys.stderr)
+        if len(frame):
+            frame = labelled(frame)
+            frames.append(frame)
+            beside = metrics[1:] if args.metric is not None else ()  # (those asked for, printed beside)
+            if getattr(args, "quiet", False) and len(problems) > 1:  # (-q: which graph and setting, still)
+                show(f"{where}:")
+            show(cmp.format_summary(_one_section(cmp.summary(frame, metrics=beside))), flush=True)
+        if frame.attrs.get("interrupted"):
+            interrupted = True
+            break
+    return frames, interrupted
+
+
+def _write_results(args, frames, interrupted, problems, checked, into_itself, say):
+    """Rank 0's outputs of a comparison that ran: the tables, figures and settings written together (a signal
+    then ends the command), or, where nothing finished, what the folder holds and how to go on. Returns the exit
+    status: 130 when interrupted."""
+    from .. import compare as cmp
+
+    if not frames:  # (the settings and the runs' states are written: "nothing written" had sent helper 219 to
+        # run the command again, refused for an --out not empty)
+        print(f"rowstoch: interrupted before any algorithm finished: no results yet; {args.out} holds "
+              f"{' and '.join(_beside(args.out)) or 'the comparison'}: --resume {shlex.quote(args.out)} continues "
+              "it",  # (quoted as a shell takes it: a folder with a space, helper 220)
+              file=sys.stderr)
+        return 130
+    titles = _titles(args, frames, problems)
+    with signals_held():  # (the tables, figures and settings written together: a signal then ends the command)
+        kept = _not_reached(args, frames) if interrupted else None
+        written = cmp.write_outputs(frames, args.out, checked.metrics, checked.x_axis, checked.formats,
+                                    caption=_caption(args, problems) + (_unfinished(frames, kept, problems)
+                                                                        if interrupted else ""), titles=titles,
+                                    kept=kept)
+        # (finished: every method of this comparison was reached; records of none of them are not carried on)
+        if into_itself and not interrupted:  # (once they all ran: the settings say what compare.csv holds)
+            _update_experiment(args.out, args.repeats)  # (the copy too: experiment.json may say them already)
+        beside = _beside(args.out)
+        (print if interrupted else say)(f"wrote {', '.join(os.path.join(args.out, n) for n in written)}"
+                                        + (f"; beside them {' and '.join(beside)}" if beside else "")
+                                        + (" (interrupted: what finished; --resume continues it)" if interrupted
+                                           else ""))
+    return 130 if interrupted else 0
 
 
 def _beside(out):
