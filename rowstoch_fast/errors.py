@@ -31,6 +31,13 @@ class DivergenceError(FloatingPointError):
         self.node = node
         self.what = what
 
+    def __reduce__(self):
+        # (BaseException's rebuilds it as cls(*args), without the keyword-only arguments: pickle and copy had
+        # raised TypeError, and a process pool sweeping rates broke, or waited for ever, at the first divergent
+        # rate, helper 267; its __dict__ keeps what run() and compare() attach: history, frame)
+        return (_rebuilt, (type(self), self.args[0] if self.args else "", self.iteration, self.node, self.what),
+                self.__dict__)
+
     @classmethod
     def gradient(cls, iteration, node, kept, told=False):
         """``grad_fn`` returned NaN/Inf at ``iteration`` for ``node`` (``told``: the gradients given to
@@ -148,3 +155,8 @@ class UsageError(ValueError):
     """A bad argument, name or input file (:mod:`rowstoch_fast.io`, :func:`rowstoch_fast.topology.by_name`,
     the command line): the message names the option or file and what is wrong; ``rowstoch`` prints it as one
     line and exits with status 2."""
+
+
+def _rebuilt(cls, message, iteration, node, what):
+    """A :class:`DivergenceError` (or a subclass) unpickled or copied: :meth:`DivergenceError.__reduce__`."""
+    return cls(message, iteration=iteration, node=node, what=what)
