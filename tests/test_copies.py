@@ -48,3 +48,22 @@ def test_every_exception_of_the_package_that_takes_a_message_pickles():
             continue
         again = pickle.loads(pickle.dumps(error))
         assert type(again) is cls and str(again) == str(error), name
+
+
+def test_frost_keeps_its_own_per_node_rates():
+    # (the caller's array had been kept: changed afterwards, opt.lr and state_dict() said the new rates while the
+    # steps ran at the old ones, and a resume from that state ended 3.5 away)
+    import numpy as np
+
+    from rowstoch_fast import topology
+
+    A = topology.exponential(8)
+    given = np.full(8, 1e-3)
+    opt = rowstoch_fast.FROST(A, np.zeros((8, 3)), lr=given)
+    given[:] = 0.05
+    assert np.all(opt.lr == 1e-3) and np.all(opt.state_dict()["lr"] == 1e-3)
+    with pytest.raises(ValueError, match="read-only"):
+        opt.lr[0] = 1.0
+    opt.lr = given
+    given[:] = 0.07
+    assert np.all(opt.lr == 0.05)

@@ -156,11 +156,16 @@ class PullDiagGT(Optimizer):
 
     def _check_lr(self, lr):
         if self.form == "frost" and np.ndim(lr) == 1:
+            lr_given = lr
             lr = as_float_array(lr, "lr", np.float64, ndim=1)
             if lr.shape[0] != self._nodes_hint:
                 raise ValueError(f"lr has {lr.shape[0]} per-node values but A has {self._nodes_hint} nodes")
             if (lr <= 0).any():
                 raise ValueError(f"lr must be positive at every node, got {lr.min()} at node {int(np.argmin(lr))}")
+            if np.may_share_memory(lr, lr_given):  # (the caller's array had been kept: changed afterwards, opt.lr
+                # and state_dict() said the new rates while the steps ran at the old ones, helper 267)
+                lr = lr.copy()
+            lr.setflags(write=False)
             return lr
         return super()._check_lr(lr)
 
