@@ -15,7 +15,7 @@ from .tracker import DEFAULT_BLOCK
 __all__ = ["ConsensusResult", "pull_diag", "a_protocol"]
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, eq=False)
 class ConsensusResult:
     """Outcome of a consensus protocol run for ``iterations`` steps.
 

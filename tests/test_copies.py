@@ -67,3 +67,25 @@ def test_frost_keeps_its_own_per_node_rates():
     opt.lr = given
     given[:] = 0.07
     assert np.all(opt.lr == 0.05)
+
+
+def test_printing_network_metrics_computes_nothing_and_equality_never_raises():
+    # (repr had computed beta: 25 s on a ring of 16,384 nodes, then a BetaNotConverged in place of the text;
+    # == had compared the pi arrays: "the truth value of an array is ambiguous")
+    import numpy as np
+
+    from rowstoch_fast import topology
+    from rowstoch_fast.metrics import BetaNotConverged
+    from rowstoch_fast.protocol import pull_diag
+
+    m = topology.ring(8).metrics()
+    assert "not computed" in repr(m) and not m._beta
+    beta = m.beta
+    assert f"beta={beta!r}" in repr(m) and "spectral_gap" in repr(m)
+    failed = topology.ring(8).metrics()
+    failed._beta.append(BetaNotConverged("no"))
+    assert "did not converge" in repr(failed)
+    other = topology.ring(8).metrics()
+    assert m == m and m != other and m not in [other] and len({m, other}) == 2
+    a, b = (pull_diag(topology.ring(8), np.arange(8.0), 3) for _ in range(2))
+    assert a == a and a != b and len({a, b}) == 2
