@@ -405,6 +405,11 @@ class Replicas:
         return (f"Replicas({type(self._base).__name__}, n={self.n}, d={self.d}, repeats={self.repeats}, "
                 f"dtype={self.dtype}, device={self.device})")
 
+    def __getstate__(self):
+        # (the vmapped functions, built on first use, are closures: a Replicas had stopped pickling after its first
+        # forward pass, helper 267; they are built again)
+        return {k: v for k, v in self.__dict__.items() if k != "_fns"}
+
     # ------------------------------------------------------------------ the per-node function
     def _split(self, P):
         """The parameters of a flat block (``(d,)``, or ``(..., d)`` for one set per replica) by name: views."""
@@ -1026,6 +1031,12 @@ def _optimizer_class():
 
         def __repr__(self):
             return f"DecentralizedOptimizer({self.inner!r})"
+
+        def __getstate__(self):
+            # (torch's Optimizer pickles its defaults, state and param_groups only: a deepcopy or a pickle had
+            # succeeded and given an object whose repr, step() and state_dict() raised AttributeError, helper 267)
+            raise TypeError("a DecentralizedOptimizer is copied through its state: build a new one on copied "
+                            "Replicas (copy.deepcopy(replicas)) and load_state_dict(opt.state_dict()) into it")
 
     DecentralizedOptimizer.__module__ = __name__
     DecentralizedOptimizer.__qualname__ = "DecentralizedOptimizer"  # (pickled by reference: the module makes it)

@@ -754,6 +754,28 @@ def test_the_torch_style_optimizer_resumes_follows_schedulers_and_refuses_misuse
         DecentralizedOptimizer(reps, "adam", A, lr=0.1)
 
 
+def test_copies_of_replicas_and_of_an_optimizer():
+    # (a Replicas had stopped pickling after its first forward pass; a DecentralizedOptimizer's deepcopy or pickle
+    # had given an object whose repr, step() and state_dict() raised AttributeError)
+    import copy
+    import pickle
+
+    from rowstoch_fast.torch import DecentralizedOptimizer
+
+    model, batches = _digits_mlp()
+    reps = Replicas(model, n=8)
+    first = reps.losses(reps(batches[0][0]), batches[0][1]).detach()
+    for again in (pickle.loads(pickle.dumps(reps)), copy.deepcopy(reps)):
+        torch.testing.assert_close(again.losses(again(batches[0][0]), batches[0][1]).detach(), first, rtol=0, atol=0)
+        with torch.no_grad():
+            again.params.add_(1.0)  # (its own parameters: the original's outputs unchanged)
+        torch.testing.assert_close(reps.losses(reps(batches[0][0]), batches[0][1]).detach(), first, rtol=0, atol=0)
+    opt = DecentralizedOptimizer(reps, "pull-diag-gt", topology.exponential(8), lr=0.1)
+    for copier in (copy.deepcopy, copy.copy, pickle.dumps):
+        with pytest.raises(TypeError, match=r"copy.deepcopy\(replicas\)\) and load_state_dict"):
+            copier(opt)
+
+
 def test_an_mg_optimizer_checks_how_many_mini_batches_grad_fn_averages():
     model, batches = _digits_mlp()
     A = topology.exponential(8)
