@@ -40,7 +40,7 @@ import numpy as np
 
 from ._checks import check_int, check_positive_float, fmt_value, precision_of, require_memory
 from ._device import is_device_array
-from .objectives import Objective, optimum_of, provide_arithmetic
+from .objectives import Objective, _Defined, _kept, optimum_of, provide_arithmetic
 
 __all__ = ["Regularizer", "L1", "ElasticNet", "Box", "NonNegative", "GroupLasso", "Prox", "Composite", "Sum",
            "Scaled", "proximal_gradient", "as_regularizer"]
@@ -88,7 +88,7 @@ def _is_scalar(a):
     return isinstance(a, numbers.Real) and not isinstance(a, bool)
 
 
-class Regularizer:
+class Regularizer(_Defined):
     """Base class: a convex term ``r(x)`` of every node's model, with its proximal operator.
 
     Subclasses implement :meth:`value` and :meth:`_prox` (and :meth:`describe`, what identifies them in a saved
@@ -175,6 +175,8 @@ class L1(Regularizer):
     array([-1.5,  0. ,  0.5])
     """
 
+    _DEFINING = frozenset({"lam"})
+
     def __init__(self, lam):
         self.lam = check_positive_float(lam, "lam", allow_zero=True)
 
@@ -200,6 +202,8 @@ class ElasticNet(Regularizer):
     >>> ElasticNet(l1=0.5, l2=1.0).prox(np.array([-2.0, 0.3]), step=1.0)
     array([-0.75,  0.  ])
     """
+
+    _DEFINING = frozenset({"l1", "l2"})
 
     def __init__(self, l1, l2):
         self.l1 = check_positive_float(l1, "l1", allow_zero=True)
@@ -243,6 +247,8 @@ class Box(Regularizer):
     inf
     """
 
+    _DEFINING = frozenset({"lower", "upper"})
+
     def __init__(self, lower=-np.inf, upper=np.inf):
         for name, b in (("lower", lower), ("upper", upper)):  # (a string "3" had been parsed, True taken as 1)
             if np.asarray(b).dtype.kind not in "fiu":
@@ -259,7 +265,7 @@ class Box(Regularizer):
             raise ValueError(f"lower must be <= upper, got lower = {lo.tolist()} and upper = {hi.tolist()}")
         if (lo == np.inf).any() or (hi == -np.inf).any():
             raise ValueError("the box must not be empty: lower = +inf or upper = -inf leaves no finite point")
-        self.lower, self.upper = lo, hi
+        self.lower, self.upper = _kept(lo, lower), _kept(hi, upper)
 
     def _bounds(self, x, xp):
         lo, hi = xp.asarray(self.lower, dtype=x.dtype), xp.asarray(self.upper, dtype=x.dtype)
@@ -324,6 +330,8 @@ class GroupLasso(Regularizer):
     >>> r.prox(np.array([3.0, 4.0, 0.5]), step=1.0)  # the first group's norm 5 shrinks by 1; the second to 0
     array([2.4, 3.2, 0. ])
     """
+
+    _DEFINING = frozenset({"lam", "labels", "weights"})
 
     def __init__(self, groups, lam, weights=None, d=None):
         self.lam = check_positive_float(lam, "lam", allow_zero=True)
@@ -466,6 +474,8 @@ class Prox(Regularizer):
 
 class _ScaledRegularizer(Regularizer):
     """``a r``: ``prox_{t a r} = prox_{(a t) r}``."""
+
+    _DEFINING = frozenset({"inner", "a"})
 
     def __init__(self, inner, a):
         self.inner, self.a = inner, a
@@ -778,6 +788,8 @@ class Sum(_Derived):
     ('Sum', True)
     """
 
+    _DEFINING = frozenset({"parts"})
+
     def __init__(self, f, g):
         _check_parts(f, g)
         self.parts = (f, g)
@@ -841,6 +853,8 @@ class Scaled(_Derived):
     >>> bool(abs((3 * f).optimum().value - 3 * f.optimum().value) < 1e-12)
     True
     """
+
+    _DEFINING = frozenset({"f", "a"})
 
     def __init__(self, f, a):
         if not isinstance(f, Objective):
@@ -942,6 +956,8 @@ class Composite(_Derived):
     >>> bool((F.optimum().x >= 0).all())
     True
     """
+
+    _DEFINING = frozenset({"smooth", "regularizer"})
 
     def __init__(self, smooth, regularizer):
         if not isinstance(smooth, Objective) or isinstance(smooth, Composite):

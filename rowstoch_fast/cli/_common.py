@@ -368,7 +368,7 @@ def _batch_for(args, rows, where):
 
 def _objective_of(args, n):
     from ..composite import L1
-    from ..objectives import LeastSquares, LogisticL2, NonconvexLogistic, Quadratic
+    from ..objectives import LeastSquares, LogisticL2, NonconvexLogistic, Quadratic, _handed_over
 
     if args.objective == "lasso":  # least squares + l1 ||x||_1: the proximal methods' problem
         smooth = _objective_of(argparse.Namespace(**{**vars(args), "objective": "least-squares"}), n)
@@ -386,6 +386,7 @@ def _objective_of(args, n):
                              f"evenly (node i takes the i-th of {n} equal blocks of its rows)")
         batch = _batch_for(args, len(y) // n, f"of --data-file {args.data_file!r}") \
             if args.objective != "least-squares" else None
+        _handed_over(H, y, *(test or ()))  # (the file's arrays, the objective's alone: kept without a copy)
         try:  # (the file's arrays refused by the objective: "H must be finite" named no option)
             if args.objective == "least-squares":
                 f = LeastSquares(H, y, n, test_data=test)
