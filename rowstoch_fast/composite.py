@@ -564,11 +564,17 @@ STALL_ITERATIONS = 10_000
 STALL_NEAR = 100.0
 
 
+#: The end of :func:`proximal_gradient`'s warning where its iterations run out (``rowstoch compare`` passes it on).
+UNCONVERGED_WORDS = "the optimum is that accurate"
+
+
 def proximal_gradient(value_and_gradient, regularizer, x0, *, tol=1e-12, max_iter=200_000, what="the problem"):
     """``argmin_x f(x) + r(x)`` by FISTA with backtracking and adaptive restart (Beck & Teboulle 2009;
     O'Donoghue & Candes 2015), on the host, to a proximal-gradient residual ``||x - prox_r(x - grad f(x))||``
-    of ``tol``, or of the gradients' rounding where that is larger: :data:`RESIDUAL_ROUNDING` times their
-    dtype's eps times ``max(1, ||grad f(0)||)`` (the data's scale). Features 1,000 times larger (f 1e6 times,
+    (and ``||x - prox_{r/L}(x - grad f(x) / L)|| L`` where the backtracking's estimate ``L`` of the gradient's
+    Lipschitz constant is below 1) of ``tol`` times ``min(1, ||grad f(0)||)`` (the data's units), or of the
+    gradients' rounding where that is larger: :data:`RESIDUAL_ROUNDING` times their dtype's eps times
+    ``||grad f(0)||``. Features 1,000 times larger (f 1e6 times,
     the same minimiser) had run out of iterations at 4.5e-9 with F* already exact to 1e-16, after 34 s; float32
     data, whose gradients round at 1e-7, took 70 s to warn (helper 118).
 
@@ -649,14 +655,30 @@ def proximal_gradient(value_and_gradient, regularizer, x0, *, tol=1e-12, max_ite
     g_zero = value_and_gradient(np.zeros_like(x))[1]
     eps = float(np.finfo(precision_of(g_zero)).eps)
     low_precision = eps > float(np.finfo(np.float64).eps)
-    scale = float(np.linalg.norm(g_zero.astype(np.float64)))
-    tol = max(tol, RESIDUAL_ROUNDING * eps * max(1.0, scale if math.isfinite(scale) else 1.0))
     x = prox(x, 1.0) if regularizer is not None else x  # (a feasible start for an indicator)
     f_x, g_x = value_and_gradient(x)
     if not (np.all(np.isfinite(f_x)) and np.all(np.isfinite(g_x))):
         raise ValueError(f"value_and_gradient gave NaN or Inf at the start of the proximal gradient solver of {what}")
-    y, f_y, g_y, t, L = x.copy(), f_x, g_x, 1.0, 1.0
-    best, x_best, since, done = math.inf, x, 0, max_iter
+    scale = float(np.linalg.norm(g_zero.astype(np.float64))) or float(np.linalg.norm(g_x.astype(np.float64)))
+    if math.isfinite(scale) and scale > 0:  # (the gradients' units: data 1e-4 times smaller had stopped at an
+        # absolute 1e-12, F* off by 1.8e-7 of the start, and every method ranked 1=, helper 265)
+        tol = max(tol * min(1.0, scale), RESIDUAL_ROUNDING * eps * (max(1.0, scale) if low_precision else scale))
+        # (float32's: its gradients' terms round at eps, whatever their sum's size)
+    else:
+        tol = max(tol, RESIDUAL_ROUNDING * eps)
+    L = 1.0
+    norm = float(np.linalg.norm(g_x))
+    if norm > 0 and not low_precision:  # the curvature along the gradient, from a short step (the backtracking's start: a unit start had
+        # taken 220 of its shrinks to reach the 1e-10 of data 1e-5 times smaller, and the residual's step with it)
+        h = 100 * math.sqrt(eps) * max(1.0, float(np.linalg.norm(x)))  # (the gradients' dtype: float32 rounds)
+        with np.errstate(over="ignore", invalid="ignore"):
+            probe = float(np.linalg.norm(value_and_gradient(x - (h / norm) * g_x)[1] - g_x)) / h
+        if math.isfinite(probe) and probe > 0:
+            L = probe
+    y, f_y, g_y, t = x.copy(), f_x, g_x, 1.0
+    best, since, done = math.inf, 0, max_iter
+    lowest, x_lowest = f_x + r_value(x), x  # (returned where the iterations run out: the lowest F it reached; the
+    # lowest residual's point had been 2.7 above the start's F, started far off on an ill-conditioned lasso)
     for k in range(max_iter):
         while True:  # backtracking: the quadratic model at y majorises f at the step's point
             x_new = prox(y - g_y / L, 1.0 / L)
@@ -671,14 +693,20 @@ def proximal_gradient(value_and_gradient, regularizer, x0, *, tol=1e-12, max_ite
                              "step's point)")
         if residual <= tol:
             _check_no_runaway(x_new, g_new, prox, tol, what)
-            return x_new
+            if L < 1.0:  # (the gradient mapping at the curvature's step: a unit step's residual had read 0 where
+                # the gradients, 1e-23 in data 1e-5 times smaller, fell below x's rounding, 8e-6 from x*)
+                residual = float(np.linalg.norm(x_new - prox(x_new - g_new / L, 1.0 / L))) * L
+            if residual <= tol:
+                return x_new
         since = 0 if residual < 0.9 * best else since + 1
-        if residual < best:
-            best, x_best = residual, x_new
+        best = min(best, residual)
+        F_new = f_new + r_value(x_new)
+        if F_new < lowest:
+            lowest, x_lowest = F_new, x_new
         if low_precision and since >= STALL_ITERATIONS and best <= STALL_NEAR * tol:  # (at their rounding)
             done = k + 1
             break
-        if (y - x_new) @ (x_new - x) > 0 or f_new + r_value(x_new) > f_x + r_value(x):  # restart the momentum
+        if (y - x_new) @ (x_new - x) > 0 or F_new > f_x + r_value(x):  # restart the momentum
             t = 1.0
         t_new = 0.5 * (1.0 + math.sqrt(1.0 + 4.0 * t * t))
         y = x_new + ((t - 1.0) / t_new) * (x_new - x)
@@ -687,9 +715,9 @@ def proximal_gradient(value_and_gradient, regularizer, x0, *, tol=1e-12, max_ite
         L *= 0.9  # (let the step grow again)
     stalled = f"; none fell by a tenth in the last {since}" if done < max_iter else ""
     warnings.warn(f"the proximal gradient solver of {what} stopped after {done} iterations at a residual of "
-                  f"{best:.3g} (asked: {tol:.3g}{stalled}); the optimum is that accurate", RuntimeWarning,
+                  f"{best:.3g} (asked: {tol:.3g}{stalled}); {UNCONVERGED_WORDS}", RuntimeWarning,
                   stacklevel=3)
-    return x_best
+    return x_lowest
 
 
 def _check_no_runaway(x, g, prox, tol, what):
@@ -1077,10 +1105,44 @@ class Composite(_Derived):
     def _solve(self):
         if not self.convex:
             return None
+        # the start: of 0, the smooth part's minimiser and the runs' start, the one of lowest F (after the prox: a
+        # feasible point); where that was the smooth minimiser and the iterations ran out, 0 too, and the lower F
+        # kept. The smooth minimiser alone had been 2.8e6 out along the flat directions of an ill-conditioned lasso,
+        # where 200,000 iterations did not bring it back: F* read 2.7, above the runs' start's 2.5 (the optimum
+        # 4.2e-3); at a condition of 1e6 its F was the lowest, 2.8e4 out, and F* 8.6e-8 off (helper 265)
+        def F(x):
+            with np.errstate(over="ignore", invalid="ignore"):
+                return float(self.smooth.value_and_gradient_at(x)[0]) + float(self.regularizer.value(x))
+
         start = optimum_of(self.smooth)
-        x0 = np.zeros(self.d) if start is None else start.x
-        return proximal_gradient(self.smooth.value_and_gradient_at, self.regularizer, x0,
-                                 what=f"{type(self.smooth).__name__} + {self.regularizer!r}")
+        candidates = [("zero", np.zeros(self.d))]
+        if start is not None:
+            candidates.append(("smooth", np.asarray(start.x, dtype=np.float64)))
+        try:
+            first = np.asarray(self.smooth.x0(), dtype=np.float64)  # (shape (d,); a user's (n, d): their mean)
+            candidates.append(("runs", first if first.ndim == 1 else first.reshape(-1, self.d).mean(axis=0)))
+        except Exception:  # noqa: BLE001 - a smooth part of the user's without a start: the others
+            pass
+        def F_after_prox(x):  # (a prox that fails: the solver names it, from the start ranked last)
+            x = self.regularizer.prox(x, 1.0)
+            return F(x) if np.all(np.isfinite(x)) else math.inf
+
+        starts = sorted(candidates, key=lambda c: F_after_prox(c[1]))
+        what = f"{type(self.smooth).__name__} + {self.regularizer!r}"
+        tried = []
+        order = starts[:1] + [start for start in starts if start[0] == "zero"] * (starts[0][0] == "smooth")
+        # (each start's prox is the solver's first step: a feasible point)
+        for _, x0 in order:
+            with warnings.catch_warnings(record=True) as said:
+                warnings.simplefilter("always", RuntimeWarning)
+                x = proximal_gradient(self.smooth.value_and_gradient_at, self.regularizer, x0, what=what)
+            tried.append((F(x), x, said))
+            if not any(UNCONVERGED_WORDS in str(w.message) for w in said):
+                break
+        _, x, said = min(tried, key=lambda t: t[0])
+        for w in said:
+            warnings.warn(w.message, stacklevel=3)
+        return x
 
 
 provide_arithmetic(_add, _scale)

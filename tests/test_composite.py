@@ -522,3 +522,42 @@ def test_regularizers_name_a_group_past_memory_and_descriptions_that_are_none():
     with pytest.raises(TypeError, match="r must be a Regularizer of rowstoch_fast.composite or None, got int 3"):
         describe_regularizer(3)
     assert describe_regularizer(None) == "null" and GroupLasso([[0], [3]], 0.1).labels.tolist() == [0, -1, -1, 1]
+
+
+def _conditioned(rows, d, cond, seed=0):
+    """Least-squares data of ``rows`` rows whose singular values run 1 .. 1/cond (times sqrt(rows))."""
+    rng = np.random.default_rng(seed)
+    U, _ = np.linalg.qr(rng.standard_normal((rows, d)))
+    V, _ = np.linalg.qr(rng.standard_normal((d, d)))
+    H = (U * np.logspace(0, -np.log10(cond), d) * np.sqrt(rows)) @ V.T
+    return H, H @ rng.standard_normal(d) + 0.1 * rng.standard_normal(rows)
+
+
+def test_an_ill_conditioned_lassos_optimum_is_not_above_its_start(monkeypatch):
+    # (the solver had started at the least-squares minimiser, 2.8e6 out along the flat directions, and not come
+    # back: F* read 2.7 where the runs' start had 2.5 and the optimum is 4.2e-3; every method then ranked 1=)
+    import functools
+    import warnings
+
+    from rowstoch_fast import composite
+
+    monkeypatch.setattr(composite, "proximal_gradient",
+                        functools.partial(composite.proximal_gradient, max_iter=3000))  # (a short solve)
+    H, y = _conditioned(32, 8, 1e8)
+    f = LeastSquares(H, y, 4) + L1(1e-6)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)  # (the short solve ran out)
+        best = f.optimum().value
+    value = lambda x: float(f.value_and_gradient_at(x)[0])  # noqa: E731
+    assert best < 0.5 * min(value(np.zeros(8)), value(f.x0()))  # (0.0040 against 0.0126; it had read 0.84)
+
+
+@pytest.mark.parametrize("scale", [1e-4, 1e-5])
+def test_a_composite_optimum_is_as_exact_in_small_units(scale):
+    # (the solver's stop had been an absolute residual: data 1e-5 times smaller, F* 2.1% off, a rounding level of
+    # 6.6e-24 beside an error of 1.4e-13, and four methods tied where one was behind)
+    H, y = _conditioned(64, 6, 100.0, seed=3)
+    unit = (LeastSquares(H, y, 4) + L1(1e-2)).optimum()
+    small = (LeastSquares(H * scale, y * scale, 4) + L1(1e-2 * scale ** 2)).optimum()
+    assert small.value / scale ** 2 == pytest.approx(unit.value, rel=1e-8)
+    np.testing.assert_allclose(small.x, unit.x, rtol=1e-6, atol=1e-9)

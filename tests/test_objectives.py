@@ -1188,3 +1188,37 @@ def test_the_datas_fingerprint_hashes_its_bytes_without_a_copy():
         for arr in f._data_arrays():
             digest.update(np.ascontiguousarray(arr).tobytes())
         assert f.describe()["data_sha1"] == digest.hexdigest()[:16]
+
+
+def test_logistic_l2s_optimum_is_as_exact_in_small_units():
+    # (Newton had stopped at an absolute gradient of 1e-12: features 1e-6 times smaller, lam 1e-12 times, after one
+    # step, f* off by 9.2e-12, 36 times the harness's rounding)
+    from rowstoch_fast.objectives import LogisticL2
+
+    f = LogisticL2.synthetic(4, total=400, batch=10, seed=2, lam=1e-2)
+    H, Y = f.H.reshape(-1, f.d), f.Y.ravel()
+    unit = f.optimum().value
+    for scale in (1e-6, 1e-8):
+        small = LogisticL2(H * scale, Y, 4, lam=1e-2 * scale ** 2, batch=10).optimum()
+        assert abs(small.value - unit) < 1e-15, (scale, small.value - unit)
+
+
+def test_least_squares_optimum_keeps_directions_lapacks_cut_off_drops():
+    # (lstsq's cut-off eps max(N, d) s_max had dropped singular values whose directions still lower the loss: at a
+    # condition of 1e12 on 65,536 rows f* had been 1.8e-7 above the optimum, 180 times the harness's rounding)
+    from rowstoch_fast.objectives import LeastSquares
+
+    rng = np.random.default_rng(0)
+    rows, d = 16 * 4096, 10
+    U, _ = np.linalg.qr(rng.standard_normal((rows, d)))
+    V, _ = np.linalg.qr(rng.standard_normal((d, d)))
+    H = (U * np.logspace(0, -12, d) * np.sqrt(rows)) @ V.T
+    y = H @ rng.standard_normal(d) + 0.1 * rng.standard_normal(rows)
+    f = LeastSquares(H, y, 16)
+    full = np.linalg.lstsq(H, y, rcond=1e-300)[0]
+    assert f.optimum().value <= float(f.value_and_gradient_at(full)[0]) + 1e-15
+    # dependent columns: the smaller cut-off's point (of norm 1e13) is not taken
+    B = rng.standard_normal((256, 4))
+    D = np.column_stack([B, B @ rng.standard_normal((4, 2)), np.ones(256), np.ones(256)])
+    g = LeastSquares(D, y[:256], 16)
+    np.testing.assert_allclose(g.optimum().x, np.linalg.lstsq(D, y[:256], rcond=None)[0], rtol=1e-9, atol=1e-12)
