@@ -231,6 +231,8 @@ def _opened(args):
         tables = args.unused_tables
         print(f"rowstoch: note: --algorithms leaves out {', '.join(tables)} of {args.file_name} (the command line "
               f"wins): {'its settings are' if len(tables) == 1 else 'their settings are'} not used", file=sys.stderr)
+    for option, key in getattr(args, "replaced_keys", ()) if root else ():
+        print(f"rowstoch: note: {option} replaces {key} of {args.file_name} (the command line wins)", file=sys.stderr)
     warn_unshared_launch(args)
     on_every_rank(args, _metrics_module, args)  # (its metrics are --metric choices; a resumed comparison's file,
     # from experiment.json)
@@ -253,8 +255,9 @@ def _checked_options(args, root):
     if args.mg_rounds is not None and args.mg_rounds < 1:  # (a file's, dropped below unread: checked first)
         raise UsageError(f"--mg-rounds must be >= 1 (gossip rounds per iteration), got {args.mg_rounds}")
     if "--mg-rounds" in getattr(args, "file_keys", {}) and "--mg-rounds" not in written and \
-            not any(a.startswith("mg-") for a in names):  # (the file's R, for mg-* methods the command line left
-        # out: `--preset paper --algorithms pull-diag-gt` was refused, naming the shipped file)
+            "--algorithms" in written and not any(a.startswith("mg-") for a in names):  # (the file's R, for mg-* methods the command line left
+        # out: `--preset paper --algorithms pull-diag-gt` was refused, naming the shipped file; a file's own methods
+        # without one: refused as its other unread keys are, helper 266)
         args.mg_rounds = None
         args.given.discard("--mg-rounds")
     _refuse_unread(args, _problem_rules(args) + [
@@ -278,14 +281,25 @@ def _checked_options(args, root):
         except ValueError as exc:
             raise UsageError(f"--cost-weights: {exc}") from None
     formats = _figure_formats(args)
-    if not formats and not args.live and "--x" in args.given and "--format" in args.given \
-            and x_axis != "cost":  # (accepted and ignored, helper 261; cost is a column of compare.csv too)
+    file_keys = getattr(args, "file_keys", {})
+    if not formats and not args.live and "--x" in args.given and "--format" in args.given and x_axis != "cost" \
+            and ("--x" not in file_keys or "--format" in file_keys):  # (accepted and ignored, helper 261; cost is a
+        # column of compare.csv too; a file's x beside the command line's --format none is not: the shipped
+        # examples all set x, and `--format none` had been refused on each, helper 266)
         raise UsageError("--x is not read with --format none: it is the figures' axis, and none is drawn")
     if formats or args.live:  # (the figures come last: a backend that cannot load is refused before the work)
         try:
             report.check_backend()
         except ValueError as exc:
             raise UsageError(str(exc)) from None
+    if args.backend == "cupy":  # (before the folder is made: a machine without a usable GPU had been refused once
+        # experiment.json was written, and the corrected command then "not empty", helper 266)
+        from ..backends import resolve_backend
+
+        try:
+            resolve_backend("cupy")
+        except RuntimeError as exc:
+            raise UsageError(f"--backend cupy: {exc}") from None
     jobs = _jobs(args)
     if root:
         _check_out_folder(args.out)
@@ -375,6 +389,7 @@ def _plan_fitting(args, checked, A, f, chosen, specs, lr, sources, hyper, root, 
     import warnings
 
     from .. import compare as cmp
+    from ..composite import UNCONVERGED_WORDS
 
     metrics, asked = checked.metrics, checked.jobs
     while True:
@@ -387,7 +402,7 @@ def _plan_fitting(args, checked, A, f, chosen, specs, lr, sources, hyper, root, 
                               hyper=hyper or None, jobs=checked.jobs)
             for w in planned:
                 said = str(w.message)
-                if "runs only" in said and root and said not in early:
+                if ("runs only" in said or UNCONVERGED_WORDS in said) and root and said not in early:
                     early.add(said)
                     print(f"rowstoch: warning: {said}", file=sys.stderr)
             break
@@ -421,6 +436,7 @@ def _run_problems(args, problems, checked, metric, live, early, root, say):
 
     from .. import compare as cmp
     from ..compare.outputs import slugs
+    from ..composite import UNCONVERGED_WORDS
     from ..runner import BELOW_OPTIMUM_WORDS
 
     show = print if root else (lambda *a, **k: None)  # its results
@@ -485,8 +501,9 @@ def _run_problems(args, problems, checked, metric, live, early, root, say):
             said = str(w.message)
             key = said.split(" not run over")[0]  # (the methods it names: once a comparison, whatever the
             # layers of each setting; it was repeated for every setting of a sweep)
-            if ("runs only" in said or "communication model" in said or BELOW_OPTIMUM_WORDS in said) and root \
-                    and key not in warned:
+            if ("runs only" in said or "communication model" in said or BELOW_OPTIMUM_WORDS in said
+                    or UNCONVERGED_WORDS in said) and root and key not in warned:  # (f*'s solver that ran out: the
+                # optimum only that accurate, which no table says; dropped here, helper 265)
                 warned.add(key)
                 print(f"rowstoch: warning: {said}", file=sys.stderr)
         if len(frame):
@@ -728,6 +745,15 @@ def _read_experiment_file(args):
             elif dest in where:
                 args.file_keys[option] = args.file_keys[dest] = where[dest]  # (the flag, and the name a library
                 # message starts with: "batch must be >= 1")
+    replaced = []  # (the command line wins over the file's tables too: --tracker and --mg-rounds had lost to a
+    # table's tracker and rounds without a word, and experiment.json named the setting that did not run, helper 266)
+    for option, key in (("--tracker", "tracker"), ("--mg-rounds", "rounds")):
+        if option in written:
+            for name, table in algorithms.items():
+                if key in table and (key != "rounds" or name.startswith("mg-")):
+                    del table[key]
+                    replaced.append((option, f"[algorithms.{name}] {key}"))
+    args.replaced_keys = replaced
     if "--algorithms" not in args.given:
         args.algorithms = ",".join(algorithms)
         args.file_keys["--algorithms"] = "[algorithms]"

@@ -519,8 +519,12 @@ def make_plan(A, objective, algorithms=None, rounds_budget=2000, *, lr=None, tun
         methods.append(m)
     for m in methods:
         if rounds_budget < m.rounds:  # one iteration would already spend more than the budget
-            given = mg_rounds is not None or "rounds" in hyper.get(m.label, {})  # (helper 231: "or pass
-            # --mg-rounds" to one who had)
+            if "rounds" in hyper.get(m.label, {}):  # (its own rounds: "lower its rounds (mg_rounds)" had named the
+                # option that does not set them, and a file's author followed it to the same refusal, helper 266)
+                raise ValueError(f"hyper: {m.label}: rounds = {m.rounds} is more than the budget of {rounds_budget} "
+                                 "rounds (one iteration would spend more than all of it); raise the budget or lower "
+                                 "its rounds")
+            given = mg_rounds is not None  # (helper 231: "or pass --mg-rounds" to one who had)
             raise ValueError(f"rounds_budget = {rounds_budget} is less than one iteration of {m.label} (R = "
                              f"{m.rounds} rounds); raise the budget or " + ("lower its rounds (mg_rounds)" if given
                                                                            else "pass fewer rounds (mg_rounds)"))
