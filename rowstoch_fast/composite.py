@@ -673,7 +673,7 @@ def proximal_gradient(value_and_gradient, regularizer, x0, *, tol=1e-12, max_ite
         h = 100 * math.sqrt(eps) * max(1.0, float(np.linalg.norm(x)))  # (the gradients' dtype: float32 rounds)
         with np.errstate(over="ignore", invalid="ignore"):
             probe = float(np.linalg.norm(value_and_gradient(x - (h / norm) * g_x)[1] - g_x)) / h
-        if math.isfinite(probe) and probe > 0:
+        if math.isfinite(probe) and 0 < probe < 0.1:  # (near 1 or more: the unit start, as before)
             L = probe
     y, f_y, g_y, t = x.copy(), f_x, g_x, 1.0
     best, since, done = math.inf, 0, max_iter

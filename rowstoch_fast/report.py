@@ -1241,7 +1241,8 @@ def ties_note(table):
 
 def identical_runs(table):
     """The note of a table whose ``ok`` runs' repetitions all ended equal (their spread exactly 0: nothing in the
-    problem or the network is drawn), else ``""``: their ranks order the final values, which one repetition would
+    problem or the network is drawn, or, ProxSkip's coins, the same in each: "nothing is drawn" had been said of
+    them, helper 266), else ``""``: their ranks order the final values, which one repetition would
     give as well (the caption's "the repetitions tell better" is no statistics there)."""
     if "final_std" not in table.columns:
         return ""
@@ -1252,8 +1253,9 @@ def identical_runs(table):
     if not equal:
         return ""
     if len(equal) == len(parts):
-        return f"Every run's repetitions ended equal (nothing in this problem or network is drawn): {said}"
-    return (f"In {', '.join(equal)}, every run's repetitions ended equal (nothing there is drawn): there {said}")  # (a
+        return f"Every run's repetitions ended equal (nothing drawn differs between them): {said}"
+    return (f"In {', '.join(equal)}, every run's repetitions ended equal (nothing drawn there differs between them): "
+            f"there {said}")  # (a
     # table of drawn and undrawn settings, none,qsgd:4,topk:2: the terminal's sections said it, summary.md and .tex
     # did not; helper 233)
 

@@ -6297,7 +6297,7 @@ def test_the_tables_say_what_a_rank_and_its_tie_mark_mean(tmp_path, capsys):
     md = " ".join((tmp_path / "o" / "summary.md").read_text().split())
     assert "shares its rank" not in md
     # (no draw in this problem: the two repetitions are one run twice, which the ranks' words made statistics of)
-    assert "Every run's repetitions ended equal (nothing in this problem or network is drawn)" in md
+    assert "Every run's repetitions ended equal (nothing drawn differs between them)" in md
     assert "Every run's repetitions ended equal" in tex
 
 
@@ -7829,8 +7829,8 @@ def test_repetitions_that_ended_equal_in_some_sections_are_said_of_those():
                           "algorithm": ["dsgd", "sgp"] * 2 + ["dsgd"], "status": "ok",
                           "final_std": [0.0, 0.0, 1e-3, 2e-3, 0.0]})
     note = report.identical_runs(table)
-    assert note.startswith("In ring / none, ring / topk:2, every run's repetitions ended equal (nothing there is "
-                           "drawn)"), note
+    assert note.startswith("In ring / none, ring / topk:2, every run's repetitions ended equal (nothing drawn there "
+                           "differs between them)"), note
     assert note in report.table_notes(table, [])
     assert report.identical_runs(table[table["setting"] != "qsgd:4"]).startswith("Every run's repetitions ended equal")
     assert report.identical_runs(table.assign(setting=np.nan).iloc[[0, 1]]).startswith("Every run's")  # (a section

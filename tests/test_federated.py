@@ -614,3 +614,26 @@ def test_a_comparison_of_federated_and_gossip_methods_records_client_drift(tmp_p
                     metrics=["suboptimality", "client_drift"], progress=False)
     last = frame.groupby("algorithm")["client_drift"].last()
     assert last["fedavg"] > 0 and np.isnan(last["dsgd"])
+
+
+def test_a_comparisons_repetitions_draw_their_own_clients():
+    # (every repetition had drawn the same clients: +- 0 in the table, "nothing is drawn" under it, where the draw
+    # moved the final value 6x and flipped the status)
+    from rowstoch_fast import Algorithm, topology
+    from rowstoch_fast.compare import compare
+    from rowstoch_fast.objectives import LeastSquares
+    from rowstoch_fast.runner import run
+
+    A = topology.ring(8, directed=False, weights="metropolis")
+    f = LeastSquares.synthetic(8, samples_per_node=8, d=4, seed=1)  # (exact gradients: the clients alone differ)
+    hyper = {"fedavg": {"participation": 0.25, "seed": 3}}
+    frame = compare(A, f, ["fedavg"], 30, lr=0.05, repeats=3, tune=False, progress=False, hyper=hyper)
+    ends = frame.groupby("rep")["suboptimality"].last()
+    assert ends.nunique() == 3
+    for r in range(3):  # (repetition r: the method's seed + r, as a network redrawn by r)
+        alone = run(Algorithm(A, 0.05, method="fedavg", participation=0.25, seed=3 + r), f,
+                    FedAvg.iterations_for(30), progress=False)
+        assert alone.frame["suboptimality"].iloc[-1] == ends[r]
+    assert not REGISTRY["fedavg"].draws_for({"participation": 1.0})
+    assert not REGISTRY["fedpd"].draws_for({"participation": 0.5, "skip_probability": 0.5})  # (coins set its
+    # iterations, which the repetitions share)

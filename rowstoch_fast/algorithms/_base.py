@@ -817,6 +817,14 @@ class Optimizer(AskTell, FailureHandling, Persistence):
         # had given arrays of iterations)
         return budget // rounds + cls.silent_iterations
 
+    @classmethod
+    def draws_for(cls, options=None):
+        """Whether the method draws from its own ``seed`` with these constructor ``options`` (a federated method's
+        clients, ProxSkip's coins): ``rowstoch compare`` then runs each repetition on a seed of its own, as on a
+        network that draws (its repetitions had all drawn the same clients: ``+- 0``, where the draw moved the
+        final value 6x, helper 266). False: it draws nothing of its own."""
+        return False
+
     def _talking_iterations(self):
         """Iterations so far that sent messages (all but the first :attr:`silent_iterations`)."""
         return max(0, self.iteration - self.silent_iterations)

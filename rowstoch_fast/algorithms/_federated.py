@@ -56,9 +56,11 @@ the metrics ``client_drift``, ``participation_fairness`` and ``node_<statistic>_
 those counts, and the client drift, the mean distance :math:`\|y_i - s\|` of the chosen clients' local models at
 the end of a round's local steps from the server model :math:`s` they were sent.
 
-The choice of clients is keyed on the method's ``seed``, not on the replica or the run's seed: the repetitions of a
-comparison share it, as they share a network model's losses and sleep (keyed on its own seed), and differ in their
-gradients' noise; give ``seed`` to draw another sequence. A round counts as one communication round; :meth:`traffic`
+The choice of clients is keyed on the method's ``seed``, not on the replica or the run's seed: the replicas of one
+optimizer (``rf.run``'s repetitions) share it. ``rowstoch compare`` runs repetition ``r`` of a method that draws
+(:meth:`draws_for`: ``participation`` below 1) one at a time on ``seed + r``, as it runs it on a network redrawn by
+``r``, and its tuner on seeds of its own, so that the repetitions' spread covers the clients' draws (they had all
+drawn the same clients: the table said ``+- 0`` where the draw moved the final value 6x, helper 266). A round counts as one communication round; :meth:`traffic`
 counts an upload and a download per chosen client (of the blocks a method sends).
 
 The client selection is the method's own (a hyperparameter), not a network layer: a federated method has no
@@ -111,6 +113,12 @@ class Federated(LocalSteps):
     #: Whether every row of ``x`` gets the server model at a round's end (and a chosen client starts its local
     #: steps from it); False: each client keeps its own model (FedPD, FedLT), the server's is a state block only.
     download_model = True
+
+    @classmethod
+    def draws_for(cls, options=None):
+        """Whether its clients are drawn (:meth:`~rowstoch_fast.algorithms.Optimizer.draws_for`): ``participation``
+        below 1 (every selection rule, the fair one's order too, follows ``seed``)."""
+        return float((options or {}).get("participation", 1.0)) < 1.0
 
     def _check_federated(self, n, lr, local_steps=DEFAULT_LOCAL_STEPS, participation=1.0, client_steps=None,
                          selection="uniform", client_weights=None, seed=0):

@@ -106,6 +106,13 @@ class FedPD(Federated, Optimizer):
                     participation=participation, client_steps=client_steps, selection=selection,
                     client_weights=client_weights, eta=eta, skip_probability=skip_probability, seed=seed)
 
+    @classmethod
+    def draws_for(cls, options=None):
+        """Its clients are drawn, as the other federated methods', but where rounds skip communication
+        (``skip_probability`` above 0): their coins set its iterations (:meth:`iterations_for`), which a
+        comparison's repetitions share, so they draw the same."""
+        return super().draws_for(options) and not float((options or {}).get("skip_probability", 0.0)) > 0.0
+
     def _check_hyper(self, n, lr, eta=1.0, skip_probability=0.0, **federated):
         hyper = self._check_federated(n, lr, **federated)
         self.eta = check_positive_float(eta, "eta")

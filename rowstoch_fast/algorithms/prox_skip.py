@@ -38,7 +38,9 @@ class ProxSkip(Optimizer):
     Exact: the control variate removes the drift of heterogeneous data (for ``lr`` small enough), with about
     ``p`` times fewer rounds than gradient steps.
 
-    The coins are a counter-based hash of ``(seed, t)``: the same on every process and backend, and reproducible.
+    The coins are a counter-based hash of ``(seed, t)``: the same on every process and backend, and reproducible;
+    a comparison's repetitions toss the same coins (they set the iterations, which the repetitions share: give
+    ``seed`` to toss others).
     ``rowstoch compare`` gives it as many iterations as it takes for its coins to make exactly the budget's
     rounds; :attr:`communication_rounds` and :meth:`traffic` count the rounds made.
 
@@ -105,6 +107,12 @@ class ProxSkip(Optimizer):
         if p > 1:
             raise ValueError(f"comm_probability must be in (0, 1], got {p}")
         return p
+
+    @classmethod
+    def draws_for(cls, options=None):
+        """False: its coins set its iterations (:meth:`iterations_for`), which a comparison's repetitions share, so
+        they toss the same coins (:meth:`Optimizer.draws_for`)."""
+        return False
 
     def _check_hyper(self, lr, comm_probability=0.25, dual_step=None, chi=1.0, seed=0):
         self.lr = self._check_lr(lr)

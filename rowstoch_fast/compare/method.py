@@ -163,7 +163,7 @@ def _replayed(plan, method, stops):
         if stop <= 0:
             break
         left -= stop * cost
-        algo = method.algorithm(redrawn(plan.network, r), 1.0, "cpu")
+        algo = method.redrawn(r).algorithm(redrawn(plan.network, r), 1.0, "cpu")
         opt = algo.build(np.zeros(width, dtype=precision_of(algo.A)))  # (the run's width: a compression's k is
         # checked against it)
         zero = np.zeros_like  # (the models stay 0: their weights alone move)
@@ -254,6 +254,7 @@ def _one_run(plan, method, lr, *, repeats, progress, checkpoint=None, resume=Non
     ``first_repeat``: the plan's network itself where nothing is drawn, or for the first repetition) (the frame's
     columns of a comparison). Its wall time includes the time before the checkpoint it resumed, unless
     ``counted`` (the earlier records kept beside it count it already)."""
+    method = method.redrawn(first_repeat)  # (its own draws, a federated method's clients: the repetition's)
     iterations = method.iterations(plan.budget)
     algo = method.algorithm(redrawn(plan.network, first_repeat), lr, plan.backend)
     start = time.perf_counter()
@@ -319,7 +320,8 @@ def _repetitions(plan, method, lr, first, stop, progress, resume=None, counted=F
     iterations = method.iterations(plan.budget)
     if resume is not None:  # (read whole by the caller: a damaged one is not given)
         _check_rate(resume, method, lr)
-    runs = [(r, 1) for r in range(first, stop)] if draws(plan.network) else [(first, stop - first)] * (stop > first)
+    runs = [(r, 1) for r in range(first, stop)] if draws(plan.network) or method.draws else \
+        [(first, stop - first)] * (stop > first)  # (a method's own draws too: a federated one's clients)
     frames, meta, seen = [], {"completed_iterations": iterations}, {}
     for r, count in runs:
         checkpoint = _checkpoint(plan, method, r)
@@ -333,7 +335,7 @@ def _repetitions(plan, method, lr, first, stop, progress, resume=None, counted=F
                 seen.setdefault(key, meta.get(key))
                 seen[key] = seen[key] or meta.get(key)
             if r > 0:
-                _finished(checkpoint, meta, iterations)
+                _finished(checkpoint, meta, method.redrawn(r).iterations(plan.budget))
         except KeyboardInterrupt:  # (in a run's set-up, before its loop caught it, or in the lines after it
             # returned: the runs finished are kept; a Ctrl-C there had lost every repetition of the method)
             if not frames:
@@ -383,9 +385,10 @@ def _resumed(plan, method, earlier, done):
     """``(first, stop, checkpoint)``: the repetitions of an interrupted evaluation (``earlier``, its records, ``done``
     repetitions in them) that run again, from ``first`` (the earlier records below it kept) to ``stop``, the first
     going on from ``checkpoint`` (None: from the start)."""
-    if draws(plan.network):  # one run per repetition: the last recorded goes on (or the next, where it finished)
+    if draws(plan.network) or method.draws:  # one run per repetition: the last recorded goes on (or the next, where
+        # it finished)
         last = int(earlier["rep"].max())
-        whole = earlier.loc[earlier["rep"] == last, "iteration"].max() >= method.iterations(plan.budget)
+        whole = earlier.loc[earlier["rep"] == last, "iteration"].max() >= method.redrawn(last).iterations(plan.budget)
         first = last + 1 if whole else last
         checkpoint = _checkpoint(plan, method, first)
         return first, max(done, plan.repeats), checkpoint if checkpoint and os.path.exists(checkpoint) else None

@@ -13,7 +13,7 @@ import math
 import os
 import unicodedata
 import warnings
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 import numpy as np
 
@@ -198,6 +198,20 @@ class Method:
     options: dict = field(default_factory=dict)
     lr: float = None
     lr_source: str = "tuned"
+
+    @property
+    def draws(self):
+        """Whether it draws from its own ``seed`` (:meth:`~rowstoch_fast.algorithms.Optimizer.draws_for`: a
+        federated method's clients, ProxSkip's coins)."""
+        return REGISTRY[self.method].draws_for(self.options)
+
+    def redrawn(self, shift):
+        """This method on draws of its own where it :attr:`draws`: its ``seed`` + ``shift`` (repetition ``r``'s, as
+        the network :func:`~rowstoch_fast.network.redrawn` by ``r``; ProxSkip's iterations follow its coins), itself
+        otherwise."""
+        if not shift or not self.draws:
+            return self
+        return replace(self, options={**self.options, "seed": (int(self.options.get("seed", 0)) + int(shift)) % 2**63})
 
     def algorithm(self, A, lr, backend, **extra):
         """The :class:`~rowstoch_fast.Algorithm` of this method on ``A`` at ``lr``."""

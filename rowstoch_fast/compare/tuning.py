@@ -863,6 +863,7 @@ def trajectories(network, objective, method, rates, budget, metric, *, seed, rep
     SIGTERM), and a run of the same candidates goes on from it. With ``keep`` too, the finished run's trajectories
     are kept beside it (``.done.npz``, written before the checkpoint is removed; :func:`tune` removes them when it
     ends) and a run of the same candidates returns them (the root's copy, on every process) instead of running."""
+    method = method.redrawn(TUNE_SEED_OFFSET + rep_offset)  # (its own draws too: no repetition's)
     T = method.iterations(budget)
     entry, metric = metric, getattr(metric, "name", metric)  # (an extra metric: its Metric, recorded by name)
     lr = np.repeat(np.asarray(rates, dtype=np.float64), repeats)[:, None, None]
@@ -1243,7 +1244,8 @@ def exact_tuning(network, objective, method):
     neighbour of the best does not end level with it (:func:`_fine`), around every stretch of stable rates and edge
     of stability (:func:`_valleys`, :data:`VALLEY_STAGES`), and searched below the grid where every rate blew up,
     each smaller one later (:func:`_later_when_smaller`)."""
-    return bool(getattr(objective, "whole_data", False)) and _batch_gradients(method) and not draws(network)
+    return bool(getattr(objective, "whole_data", False)) and _batch_gradients(method) and not draws(network) \
+        and not getattr(method, "draws", False)  # (nor one that draws of its own: a federated method's clients)
 
 
 def _batch_gradients(method):
@@ -1404,7 +1406,7 @@ def tune(network, objective, method, budget, metric, *, seed=0, backend="auto", 
 
     try:
         chosen = _tune_stages(stage, scores, arrival, ends, finals, record, grid, method, log, at_rounding,
-                              redraws=draws(network), exact=exact)
+                              redraws=draws(network) or method.draws, exact=exact)
     except NoStableRate:
         forget()
         _remember_refined(key, record)
@@ -2188,7 +2190,7 @@ def _beside(rates, planned, method, network, objective, backend, replicas, metri
     extra = [lr for lr in planned if lr not in rates]
     if not extra or not _batch_gradients(method) or not _own_arithmetic(method, objective) \
             or backend not in ("auto", "cpu") or not isinstance(metric, str) or hasattr(network, "encode") \
-            or draws(network):
+            or draws(network) or method.draws:
         return []
     if backend == "auto" and any(is_device_array(v) for v in vars(objective).values()):
         return []
