@@ -130,6 +130,10 @@ class Oracle:
         The gradients of the last call (a new array per call).
     """
 
+    #: The attributes of its position in its stream: a step that fails or is interrupted after calling it puts
+    #: them back with its own state (:meth:`~rowstoch_fast.algorithms.Optimizer.step`).
+    _position = ("iteration", "last")
+
     def __init__(self, objective, seed=0, batches=1, rep_offset=0, nodes=None, rep_period=0):
         self.objective = objective
         self.nodes = Objective._nodes(objective, nodes)  # (checked: [1.5] had been node 1, [True, False] nodes 1, 0)
@@ -306,6 +310,8 @@ class SampleOracle:
     >>> G.shape, idx.shape, bool((-G[:, 0] == b[np.arange(4), idx]).all())
     ((4, 1), (4,), True)
     """
+
+    _position = Oracle._position  # (put back with a step that fails: :class:`Oracle`'s)
 
     def __init__(self, sample_grad, samples, seed=0, rep_offset=0, nodes=None):
         if not callable(sample_grad):

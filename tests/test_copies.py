@@ -164,3 +164,34 @@ def test_an_objective_keeps_its_own_data_and_an_optimum_of_what_defines_it_now()
     first = total.optimum().value
     part.lam = 0.5
     assert total.optimum().value != first
+
+
+def test_a_step_that_fails_after_its_oracle_drew_puts_the_oracle_back():
+    # (Ctrl-C in a hand-written loop, caught and continued, had left the oracle a mini-batch ahead of the optimizer,
+    # which rolls back: 5 of 20 continued loops ended elsewhere than an uninterrupted one)
+    import numpy as np
+
+    from rowstoch_fast import Algorithm, topology
+    from rowstoch_fast.objectives import LogisticL2, Oracle
+    from rowstoch_fast.runner import build_replicas
+
+    f = LogisticL2.synthetic(8, total=800, batch=10, seed=1)
+
+    def stepped(interrupt_at=None):
+        opt = build_replicas(Algorithm(topology.exponential(8), 0.05), f, 1)
+        oracle = Oracle(f, seed=2)
+        advance = opt._advance
+        for k in range(12):
+            if k == interrupt_at:
+                def failing(grad_fn, cur, nxt, t):
+                    advance(grad_fn, cur, nxt, t)  # (the gradients drawn, then the signal)
+                    raise KeyboardInterrupt
+                opt._advance = failing
+                with pytest.raises(KeyboardInterrupt):
+                    opt.step(oracle)
+                del opt._advance
+                assert opt.iteration == k and oracle.iteration == opt.calls["gradient"] == k + 1
+            opt.step(oracle)
+        return opt.x
+
+    assert np.array_equal(stepped(5), stepped())

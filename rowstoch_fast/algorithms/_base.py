@@ -1178,6 +1178,8 @@ class Optimizer(AskTell, FailureHandling, Persistence):
         self._ops.t, self._ops.phase, self._ops.calls = self._network_time(t), "step", 0  # the time a varying network mixes
         # with (and a delayed network's histories, one per quantity mixed, told apart by call order)
         self._calls_before = before = self._calls.copy()  # (the oracle calls counted in place by this step)
+        kept = getattr(grad_fn, "_position", None)  # (an oracle of the package: where it is in its stream)
+        drawn = [getattr(grad_fn, name) for name in kept] if kept else None
         nxt = dict(self._nxt)  # (the step's own: _carry may point an entry at cur's buffer, on the host; and on a
         # GPU, where it copies, a step that rebinds a block is told, not made the blocks: :meth:`_following`)
         try:
@@ -1186,8 +1188,11 @@ class Optimizer(AskTell, FailureHandling, Persistence):
             # Commit in one statement with no calls (no signal can land half-way).
             self._cur, self._nxt, self._iteration = nxt, following, t + 1
         except BaseException:
-            if self._iteration == t:  # (not committed: its calls are not counted)
+            if self._iteration == t:  # (not committed: its calls are not counted, and the oracle's draws are
+                # put back: a loop continued after a Ctrl-C had skipped a mini-batch for ever, helper 267)
                 self._calls = before
+                for name, value in zip(kept or (), drawn or ()):
+                    setattr(grad_fn, name, value)
             self.__dict__.pop("_unchecked_gradient", None)  # (a gradient left to a check the step did not reach)
             raise
         self._count_sent(t)  # (traffic: what this step's senders sent; no-op where every node sends)
