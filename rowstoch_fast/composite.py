@@ -823,6 +823,9 @@ class Sum(_Derived):
         self.parts = (f, g)
         self.n, self.d = f.n, f.d
 
+    def __repr__(self):
+        return " + ".join(map(repr, self.parts))
+
     def _first(self):
         return self.parts[0]
 
@@ -892,6 +895,9 @@ class Scaled(_Derived):
                             "regularizer too (Scaled would drop it)")
         self.f, self.a = f, check_positive_float(a, "a")
         self.n, self.d = f.n, f.d
+
+    def __repr__(self):
+        return f"{self.a!r} * {self.f!r}"
 
     @classmethod
     def of(cls, f, a):
@@ -996,6 +1002,9 @@ class Composite(_Derived):
         self.smooth, self.regularizer = smooth, regularizer
         self.n, self.d = smooth.n, smooth.d
         regularizer.value(np.zeros(self.d))  # (a box or groups of another d: refused here, not at the first step)
+
+    def __repr__(self):
+        return f"{self.smooth!r} + {self.regularizer!r}"
 
     def _first(self):
         return self.smooth

@@ -142,6 +142,11 @@ class Oracle:
         self.iteration = 0
         self.last = None
 
+    def __repr__(self):
+        return (f"Oracle({self.objective!r}, seed={self.seed}"
+                + (f", batches={self.batches}" if self.batches != 1 else "")
+                + (f", rep_offset={self.rep_offset}" if self.rep_offset else "") + f", iteration={self.iteration})")
+
     def __call__(self, X):
         extra = {"rep_period": self.rep_period} if self.rep_period else {}  # (an objective of older code has none)
         G = self.objective.stochastic_gradient(X, self.iteration, seed=self.seed, batches=self.batches,
@@ -745,6 +750,14 @@ class Objective(_Defined):
                             f"{shape[:-1]}; got {type(L).__name__}"
                             + (f" of shape {tuple(L.shape)}" if hasattr(L, "shape") else ""))
         return G, L
+
+    def __repr__(self):
+        # (short, and no pass over the data: the default <... object at 0x...> had told a notebook nothing)
+        try:
+            params = {"n": int(self.n), "d": int(self.d), **self._parameters()}
+        except Exception:  # noqa: BLE001 - an objective of the user's without them
+            return object.__repr__(self)
+        return f"{type(self).__name__}({', '.join(f'{k}={v!r}' for k, v in params.items())})"
 
     def describe(self):
         """What identifies this objective (type, sizes, parameters, a fingerprint of its data) as a plain dict.

@@ -195,3 +195,21 @@ def test_a_step_that_fails_after_its_oracle_drew_puts_the_oracle_back():
         return opt.x
 
     assert np.array_equal(stepped(5), stepped())
+
+
+def test_objectives_and_oracles_say_what_they_hold():
+    # (the default <rowstoch_fast.objectives.LeastSquares object at 0x...> had told a notebook nothing)
+    from rowstoch_fast.composite import L1
+    from rowstoch_fast.objectives import LeastSquares, Objective, Oracle
+
+    f = LeastSquares.synthetic(4, samples_per_node=8, d=3)
+    assert repr(f) == "LeastSquares(n=4, d=3, batch=8)"
+    assert repr(2 * f + L1(0.1)) == "2.0 * LeastSquares(n=4, d=3, batch=8) + L1(lam=0.1)"
+    oracle = Oracle(f, seed=3)
+    oracle(f.x0()[None].repeat(4, 0))
+    assert repr(oracle) == "Oracle(LeastSquares(n=4, d=3, batch=8), seed=3, iteration=1)"
+
+    class Mine(Objective):  # (one of the user's without sizes: the default)
+        pass
+
+    assert "Mine object at" in repr(Mine())
