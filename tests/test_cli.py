@@ -1302,3 +1302,13 @@ def test_compare_says_where_the_optimums_solver_ran_out(tmp_path, capsys, monkey
     assert cli.main(argv) == 0
     err = capsys.readouterr().err
     assert "the proximal gradient solver of" in err and "the optimum is that accurate" in err, err
+
+
+def test_of_several_graphs_the_one_a_method_cannot_run_on_is_named(tmp_path, capsys):
+    # ("this network is not one" had named neither; its advice, followed, met the other graph's refusal)
+    path = tmp_path / "e.toml"
+    path.write_text('[network]\ntopology = ["paper-ring", "ring"]\n[run]\nrounds_budget = 20\nrepeats = 1\n'
+                    '[algorithms.extra]\nlr = 0.01\n')
+    assert cli.main(["compare", "--config", str(path), "--out", str(tmp_path / "o"), "--no-progress"]) == 2
+    assert "'extra' runs on an undirected network's doubly stochastic W, and the graph paper-ring is not one" \
+        in _one_line(capsys)

@@ -338,7 +338,13 @@ def _planned_problems(args, checked, file_algorithms, root, say):
             for sname, ns, A in built:
                 _check_resumed_data(args, gname + (f" / {sname}" if sname else ""), A, f)
                 chosen = args.algorithms or ",".join(cmp.default_algorithms(A, f))  # (default: what runs on A, f)
-                specs = cmp.parse_algorithms(chosen, A, args.mg_rounds)
+                try:
+                    specs = cmp.parse_algorithms(chosen, A, args.mg_rounds)
+                except ValueError as exc:  # (of several graphs, the one it refuses: "this network" had named none,
+                    # and its advice, followed, met the other graph's refusal, helper 266)
+                    if len(checked.topologies) < 2 or args.matrix:
+                        raise
+                    raise ValueError(str(exc).replace("this network", f"the graph {gname}")) from None
                 lr, sources, hyper = _rates_and_hyper(args, specs, A, f, file_algorithms)
                 _plan_fitting(args, checked, A, f, chosen, specs, lr, sources, hyper, root, early, say)
                 problems.append((gname, sname, ns, A, specs, lr, f, sources, hyper, chosen))
