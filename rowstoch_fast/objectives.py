@@ -10,6 +10,7 @@ the same repetition run alone.
 from __future__ import annotations
 
 import hashlib
+import itertools
 import math
 import threading
 from typing import NamedTuple
@@ -359,6 +360,9 @@ def _kept(array, given):
     array is kept as it is (data too large to hold twice: pass it read-only, e.g. a memory map opened with
     ``mode="r"``)."""
     if array.flags.writeable and (array is given or not array.flags.owndata):
+        require_memory(array.nbytes, f"a copy of the data ({array.shape[0]} x "
+                       f"{array.shape[1] if array.ndim > 1 else 1} {array.dtype})",
+                       "pass it read-only (array.setflags(write=False)) to keep it without a copy")
         array = array.copy()
     array.setflags(write=False)
     return array
@@ -391,22 +395,28 @@ class _Defined:
             state = self.__dict__
             for key in self._DERIVED:
                 state.pop(key, None)
-            state["_changed"] = state.get("_changed", 0) + 1
+            state["_changed"] = next(_STAMPS)
         object.__setattr__(self, name, value)
 
 
+#: The stamps of assignments to what defines an objective or a regularizer: one count for all, each newer than every
+#: one before, so that the newest in a tree of parts moves on whatever part is assigned or swapped in (a sum of
+#: counts per object had stayed the same where a part was swapped for one assigned as often: a stale f*, helper 268).
+_STAMPS = itertools.count(1)
+
+
 def _changes(thing, depth=0):
-    """How many times what defines ``thing`` (an objective or a regularizer) was assigned, its parts' included:
-    a count that only grows, so a cache that saw another count is stale."""
+    """The newest stamp (:data:`_STAMPS`) of an assignment to what defines ``thing`` (an objective or a regularizer)
+    or any of its parts: it moves on at every such assignment, so a cache that saw another is stale."""
     state = getattr(thing, "__dict__", {})
-    total = state.get("_changed", 0)
+    newest = state.get("_changed", 0)
     if depth < 32:  # (parts of parts: f + g + L1(...); a cycle a user made stops here)
         for key in getattr(thing, "_DEFINING", ()):
             value = state.get(key)
             for part in value if isinstance(value, tuple) else (value,):
                 if isinstance(part, _Defined):
-                    total += _changes(part, depth + 1)
-    return total
+                    newest = max(newest, _changes(part, depth + 1))
+    return newest
 
 
 class Objective(_Defined):

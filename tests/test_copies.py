@@ -213,3 +213,22 @@ def test_objectives_and_oracles_say_what_they_hold():
         pass
 
     assert "Mine object at" in repr(Mine())
+
+
+def test_a_part_swapped_deep_inside_an_objective_drops_the_outer_optimum():
+    # (the cache had been keyed on a sum of counts per object: a part swapped for one assigned as often left the
+    # sum, and an outer objective's stale f*, as they were, helper 268)
+    import numpy as np
+
+    from rowstoch_fast.composite import Scaled, Sum
+    from rowstoch_fast.objectives import LeastSquares
+
+    rng = np.random.default_rng(0)
+    s1, s2, s3 = (LeastSquares(rng.standard_normal((40, 3)) * (1 + 2 * k), rng.standard_normal(40) + 5 * k, 4)
+                  for k in (0, 1, 0))
+    s1.n = s1.n
+    inner = Sum(s1, s3)
+    outer = Scaled(inner, 2.0)
+    outer.optimum()
+    inner.parts = (s2, s3)
+    assert outer.optimum().value == Scaled(Sum(s2, s3), 2.0).optimum().value

@@ -314,6 +314,7 @@ def _objective_from_args(args, n):
     if split == "contiguous" or not args.objective.startswith("logistic"):  # (others refused: _problem_rules)
         return f
     from ..datasets import split_samples
+    from ..objectives import _handed_over
 
     try:
         H, Y = split_samples(f.H, f.Y, n, split, seed=args.data_seed)
@@ -323,6 +324,7 @@ def _objective_from_args(args, n):
         # 1,600 samples with 5% positives became 144, half of them positive, and nothing said so)
         print(f"rowstoch: warning: --split {split} keeps {len(Y)} of the {len(f.Y)} training samples ({len(Y) // n} "
               "per node: each node cut to the smallest node's size)" + _classes_kept(f.Y, Y), file=sys.stderr)
+    _handed_over(H, Y)  # (the split's own arrays: kept without a copy, helper 268)
     again = type(f)(H, Y, n, batch=_batch_for(args, len(Y) // n, f"after --split {split}"), dtype=f.dtype,
                     test_data=f.test_data, **f._regulariser())
     if hasattr(f, "x_opt"):
