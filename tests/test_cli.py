@@ -1312,3 +1312,21 @@ def test_of_several_graphs_the_one_a_method_cannot_run_on_is_named(tmp_path, cap
     assert cli.main(["compare", "--config", str(path), "--out", str(tmp_path / "o"), "--no-progress"]) == 2
     assert "'extra' runs on an undirected network's doubly stochastic W, and the graph paper-ring is not one" \
         in _one_line(capsys)
+
+
+def test_a_comparison_of_an_earlier_version_whose_repetitions_shared_the_clients_is_not_grown(tmp_path, capsys):
+    # (its repetitions of FedAvg had all drawn the same clients, this version's each their own: grown, its table
+    # had mixed the two unsaid, helper 268)
+    path = _file(tmp_path, '[network]\ntopology = "ring"\nn = 8\nundirected = true\nweights = "metropolis"\n'
+                           '[algorithms.fedavg]\nlr = 0.05\nparticipation = 0.25\n[algorithms.dsgd]\nlr = 0.05\n')
+    out = tmp_path / "o"
+    assert cli.main(["compare", "--config", path, "--out", str(out), "--no-progress", "--format", "none"]) == 0
+    assert json.loads((out / "experiment.json").read_text())["own_draws"] == "per repetition"
+    assert cli.main(["compare", "--resume", str(out), "--repeats", "2", "--no-progress"]) == 0  # (this version's)
+    document = json.loads((out / "experiment.json").read_text())
+    del document["own_draws"]  # (as an earlier version wrote it)
+    (out / "experiment.json").write_text(json.dumps(document))
+    capsys.readouterr()
+    assert cli.main(["compare", "--resume", str(out), "--repeats", "3", "--no-progress"]) == 2
+    assert "was written by an earlier version, whose repetitions of fedavg all drew the same clients" \
+        in _one_line(capsys)

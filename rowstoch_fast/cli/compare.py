@@ -346,6 +346,7 @@ def _planned_problems(args, checked, file_algorithms, root, say):
                         raise
                     raise ValueError(str(exc).replace("this network", f"the graph {gname}")) from None
                 lr, sources, hyper = _rates_and_hyper(args, specs, A, f, file_algorithms)
+                _refuse_shared_draws(args, gname, sname if len(checked.settings) > 1 else None, specs, hyper)
                 _plan_fitting(args, checked, A, f, chosen, specs, lr, sources, hyper, root, early, say)
                 problems.append((gname, sname, ns, A, specs, lr, f, sources, hyper, chosen))
     except UsageError as exc:  # (worded already: an experiment file's key; a layer's option, here)
@@ -355,6 +356,24 @@ def _planned_problems(args, checked, file_algorithms, root, say):
     topologies = checked.topologies
     args.topology = topologies if len(topologies) > 1 else topologies[0]
     return problems, early
+
+
+def _refuse_shared_draws(args, gname, sname, specs, hyper):
+    """A resumed comparison of an earlier version (experiment.json without ``own_draws``) that kept records of a
+    method that draws of its own (:meth:`~rowstoch_fast.algorithms.Optimizer.draws_for`: a federated method's
+    clients) is refused: its repetitions had shared the draws, this version's each draw their own, and a table of
+    both would mix them unsaid (helper 268)."""
+    if not getattr(args, "resume", None) or getattr(args, "own_draws", OWN_DRAWS) == OWN_DRAWS:
+        return
+    previous = _previous_of(args, gname, sname)
+    kept = set(previous["algorithm"]) if previous is not None and "algorithm" in previous.columns else set()
+    drawing = [label for label, method, _ in specs if label in kept and
+               REGISTRY[method].draws_for((hyper or {}).get(label, {}))]
+    if drawing:
+        raise UsageError(f"--resume {args.resume!r} was written by an earlier version, whose repetitions of "
+                         f"{', '.join(drawing)} all drew the same clients; this version draws them anew in each "
+                         "repetition, and its records would mix the two: start a new comparison (or leave "
+                         f"{'it' if len(drawing) == 1 else 'them'} out with --algorithms)")
 
 
 def _rates_and_hyper(args, specs, A, f, file_algorithms):
@@ -890,6 +909,7 @@ def _read_resumed_comparison(args):
         raise UsageError(f"--resume {folder!r}: its experiment.json is not a comparison's (no settings with "
                          "rounds_budget and repeats): it is not the --out folder of a comparison")
     algorithms = saved.get("algorithms") or {}
+    args.own_draws = saved.get("own_draws")  # (None: a version whose repetitions shared a method's own draws)
     records = os.path.join(folder, "compare.csv")  # (none yet: killed before any method finished)
     previous = read("compare.csv", read_records) \
         if os.path.isfile(records) else pd.DataFrame()
@@ -1048,6 +1068,11 @@ _SETTINGS_AFTER = ("rounds_budget", "lr", "mg_rounds", "tracker", "backend", "re
                    "cost_weights", "format")
 
 
+#: experiment.json's note of how a method's own draws (a federated method's clients) go over the repetitions: each
+#: repetition on the method's seed + r. Absent in a comparison of an earlier version, whose repetitions shared them.
+OWN_DRAWS = "per repetition"
+
+
 def _write_experiment(args, problems, file_algorithms):
     """experiment.json in --out: the resolved settings (every option, the file's algorithms), the package version
     and build_info(), so that the results say what made them; and the copy --resume checks it against."""
@@ -1068,7 +1093,8 @@ def _write_experiment(args, problems, file_algorithms):
                 "layers": network_options.set_apart(args),  # (what a resume without their modules refuses)
                 "node_files": network_options.node_files(args), "folder": os.getcwd(), "version": __version__,
                 "build_info": build_info(), "argv": getattr(args, "argv", sys.argv[1:]),
-                "jobs": args.jobs}  # (--jobs as given, or as a resume took it: a resume's own argv has none)
+                "jobs": args.jobs,  # (--jobs as given, or as a resume took it: a resume's own argv has none)
+                "own_draws": OWN_DRAWS}
     atomic_write(os.path.join(args.out, "experiment.json"),
                  lambda fh: json.dump(document, fh, indent=1, default=str))
     atomic_write(os.path.join(args.out, _FROZEN),
