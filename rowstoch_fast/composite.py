@@ -331,7 +331,7 @@ class GroupLasso(Regularizer):
     array([2.4, 3.2, 0. ])
     """
 
-    _DEFINING = frozenset({"lam", "labels", "weights"})
+    _DEFINING = frozenset({"lam", "weights"})
 
     def __init__(self, groups, lam, weights=None, d=None):
         self.lam = check_positive_float(lam, "lam", allow_zero=True)
@@ -364,7 +364,8 @@ class GroupLasso(Regularizer):
         names = np.unique(labels[labels >= 0])
         if names.size == 0:
             raise ValueError("groups must put at least one coordinate in a group")
-        self.labels = labels
+        self._labels = _kept(labels, groups)  # (read-only, as :attr:`labels`: _names and _member are worked out
+        # from it here, once; assigned, they had stayed the old ones, helper 268)
         self._names = names
         if weights is not None and (isinstance(weights, (str, bytes, bool)) or
                                     np.asarray(weights).dtype.kind not in "fiu"):  # ("x": NumPy's "could not
@@ -374,11 +375,16 @@ class GroupLasso(Regularizer):
         w = np.ones(names.size) if weights is None else np.asarray(weights, dtype=np.float64)
         if w.shape != (names.size,) or not (np.isfinite(w).all() and (w >= 0).all()):
             raise ValueError(f"weights must hold {names.size} finite numbers >= 0 (one per group), got {weights!r}")
-        self.weights = w
+        self.weights = _kept(w, weights)  # (the caller's array had been kept: changed, a stale f*, helper 268)
         _require_group_memory(labels.size, names.size)
         member = labels[:, None] == names[None, :]
         self._member = member.astype(np.float64)  # (d, groups)
         self._free = (~member.any(1)).astype(np.float64)  # coordinates in no group
+
+    @property
+    def labels(self):
+        """The group of each coordinate (-1: none), read-only (a new grouping is a new GroupLasso)."""
+        return self._labels
 
     def _check_d(self, x):
         if x.shape[-1] != self.labels.size:
@@ -564,17 +570,22 @@ STALL_ITERATIONS = 10_000
 STALL_NEAR = 100.0
 
 
+#: Below this curvature (the backtracking's estimate of the gradient's Lipschitz constant: data of small units),
+#: :func:`proximal_gradient` starts from a probed curvature and stops relative to the gradients' units; at and above
+#: it, as a unit start and an absolute stop always did (relative there, it bought nothing but passes, helper 268).
+SMALL_CURVATURE = 0.1
+
 #: The end of :func:`proximal_gradient`'s warning where its iterations run out (``rowstoch compare`` passes it on).
 UNCONVERGED_WORDS = "the optimum is that accurate"
 
 
 def proximal_gradient(value_and_gradient, regularizer, x0, *, tol=1e-12, max_iter=200_000, what="the problem"):
     """``argmin_x f(x) + r(x)`` by FISTA with backtracking and adaptive restart (Beck & Teboulle 2009;
-    O'Donoghue & Candes 2015), on the host, to a proximal-gradient residual ``||x - prox_r(x - grad f(x))||``
-    (and ``||x - prox_{r/L}(x - grad f(x) / L)|| L`` where the backtracking's estimate ``L`` of the gradient's
-    Lipschitz constant is below 1) of ``tol`` times ``min(1, ||grad f(0)||)`` (the data's units), or of the
-    gradients' rounding where that is larger: :data:`RESIDUAL_ROUNDING` times their dtype's eps times
-    ``||grad f(0)||``. Features 1,000 times larger (f 1e6 times,
+    O'Donoghue & Candes 2015), on the host, to a proximal-gradient residual ``||x - prox_r(x - grad f(x))||`` of
+    ``tol``, or of the gradients' rounding where that is larger: :data:`RESIDUAL_ROUNDING` times their dtype's eps
+    times ``max(1, ||grad f(0)||)`` (the data's scale); where the backtracking's estimate ``L`` of the gradient's
+    Lipschitz constant is below :data:`SMALL_CURVATURE` (data of small units), then also to a residual at the curvature's step,
+    ``||x - prox_{r/L}(x - grad f(x) / L)|| L``, of ``tol`` times ``min(1, ||grad f(0)||)``. Features 1,000 times larger (f 1e6 times,
     the same minimiser) had run out of iterations at 4.5e-9 with F* already exact to 1e-16, after 34 s; float32
     data, whose gradients round at 1e-7, took 70 s to warn (helper 118).
 
@@ -660,12 +671,15 @@ def proximal_gradient(value_and_gradient, regularizer, x0, *, tol=1e-12, max_ite
     if not (np.all(np.isfinite(f_x)) and np.all(np.isfinite(g_x))):
         raise ValueError(f"value_and_gradient gave NaN or Inf at the start of the proximal gradient solver of {what}")
     scale = float(np.linalg.norm(g_zero.astype(np.float64))) or float(np.linalg.norm(g_x.astype(np.float64)))
-    if math.isfinite(scale) and scale > 0:  # (the gradients' units: data 1e-4 times smaller had stopped at an
-        # absolute 1e-12, F* off by 1.8e-7 of the start, and every method ranked 1=, helper 265)
-        tol = max(tol * min(1.0, scale), RESIDUAL_ROUNDING * eps * (max(1.0, scale) if low_precision else scale))
-        # (float32's: its gradients' terms round at eps, whatever their sum's size)
-    else:
-        tol = max(tol, RESIDUAL_ROUNDING * eps)
+    scale = scale if math.isfinite(scale) else 1.0
+    unit_tol = max(tol, RESIDUAL_ROUNDING * eps * max(1.0, scale))  # (the unit step's, where the curvature is 1 or
+    # more; the data's rounding: features 1,000 times larger had run out of iterations with F* exact, helper 118)
+    small_tol = max(tol * min(1.0, scale), RESIDUAL_ROUNDING * eps * (max(1.0, scale) if low_precision else scale))
+    # (where the curvature is below 1: the data's units. Data 1e-4 times smaller had stopped at an absolute 1e-12, F*
+    # off by 1.8e-7 of the start and every method ranked 1=, helper 265; at a curvature of 1 or more the relative
+    # stop bought nothing but passes: a small y, 130 s for the same F*, helper 268. float32's gradients' terms round
+    # at eps whatever their sum's size)
+    tol = unit_tol
     L = 1.0
     norm = float(np.linalg.norm(g_x))
     if norm > 0 and not low_precision:  # the curvature along the gradient, from a short step (the backtracking's start: a unit start had
@@ -673,7 +687,7 @@ def proximal_gradient(value_and_gradient, regularizer, x0, *, tol=1e-12, max_ite
         h = 100 * math.sqrt(eps) * max(1.0, float(np.linalg.norm(x)))  # (the gradients' dtype: float32 rounds)
         with np.errstate(over="ignore", invalid="ignore"):
             probe = float(np.linalg.norm(value_and_gradient(x - (h / norm) * g_x)[1] - g_x)) / h
-        if math.isfinite(probe) and 0 < probe < 0.1:  # (near 1 or more: the unit start, as before)
+        if math.isfinite(probe) and 0 < probe < SMALL_CURVATURE:  # (more: the unit start, as before)
             L = probe
     y, f_y, g_y, t = x.copy(), f_x, g_x, 1.0
     best, since, done = math.inf, 0, max_iter
@@ -691,12 +705,15 @@ def proximal_gradient(value_and_gradient, regularizer, x0, *, tol=1e-12, max_ite
         if not math.isfinite(residual):
             raise ValueError(f"the proximal gradient solver of {what} reached NaN or Inf (value_and_gradient at a "
                              "step's point)")
-        if residual <= tol:
-            _check_no_runaway(x_new, g_new, prox, tol, what)
-            if L < 1.0:  # (the gradient mapping at the curvature's step: a unit step's residual had read 0 where
-                # the gradients, 1e-23 in data 1e-5 times smaller, fell below x's rounding, 8e-6 from x*)
-                residual = float(np.linalg.norm(x_new - prox(x_new - g_new / L, 1.0 / L))) * L
-            if residual <= tol:
+        if residual <= unit_tol:
+            _check_no_runaway(x_new, g_new, prox, unit_tol, what)
+            if L >= SMALL_CURVATURE:
+                return x_new
+            # (the gradient mapping at the curvature's step: a unit step's residual had read 0 where the gradients,
+            # 1e-23 in data 1e-5 times smaller, fell below x's rounding, 8e-6 from x*)
+            tol = small_tol
+            residual = float(np.linalg.norm(x_new - prox(x_new - g_new / L, 1.0 / L))) * L
+            if residual <= small_tol:
                 return x_new
         since = 0 if residual < 0.9 * best else since + 1
         best = min(best, residual)
