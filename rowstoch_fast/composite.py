@@ -584,10 +584,10 @@ def proximal_gradient(value_and_gradient, regularizer, x0, *, tol=1e-12, max_ite
     O'Donoghue & Candes 2015), on the host, to a proximal-gradient residual ``||x - prox_r(x - grad f(x))||`` of
     ``tol``, or of the gradients' rounding where that is larger: :data:`RESIDUAL_ROUNDING` times their dtype's eps
     times ``max(1, ||grad f(0)||)`` (the data's scale); where the backtracking's estimate ``L`` of the gradient's
-    Lipschitz constant is below :data:`SMALL_CURVATURE` (data of small units), then also to a residual at the curvature's step,
-    ``||x - prox_{r/L}(x - grad f(x) / L)|| L``, of ``tol`` times ``min(1, ||grad f(0)||)``. Features 1,000 times larger (f 1e6 times,
-    the same minimiser) had run out of iterations at 4.5e-9 with F* already exact to 1e-16, after 34 s; float32
-    data, whose gradients round at 1e-7, took 70 s to warn (helper 118).
+    Lipschitz constant is below :data:`SMALL_CURVATURE` (data of small units), then also to a residual at the
+    curvature's step, ``||x - prox_{r/L}(x - grad f(x) / L)|| L``, of ``tol`` times ``min(1, ||grad f(0)||)``.
+    Features 1,000 times larger (f 1e6 times, the same minimiser) had run out of iterations at 4.5e-9 with F*
+    already exact to 1e-16, after 34 s; float32 data, whose gradients round at 1e-7, took 70 s to warn (helper 118).
 
     Parameters
     ----------
@@ -675,15 +675,15 @@ def proximal_gradient(value_and_gradient, regularizer, x0, *, tol=1e-12, max_ite
     unit_tol = max(tol, RESIDUAL_ROUNDING * eps * max(1.0, scale))  # (the unit step's, where the curvature is 1 or
     # more; the data's rounding: features 1,000 times larger had run out of iterations with F* exact, helper 118)
     small_tol = max(tol * min(1.0, scale), RESIDUAL_ROUNDING * eps * (max(1.0, scale) if low_precision else scale))
-    # (where the curvature is below 1: the data's units. Data 1e-4 times smaller had stopped at an absolute 1e-12, F*
-    # off by 1.8e-7 of the start and every method ranked 1=, helper 265; at a curvature of 1 or more the relative
-    # stop bought nothing but passes: a small y, 130 s for the same F*, helper 268. float32's gradients' terms round
-    # at eps whatever their sum's size)
+    # (where the curvature is below SMALL_CURVATURE: the data's units. Data 1e-4 times smaller had stopped at an
+    # absolute 1e-12, F* off by 1.8e-7 of the start and every method ranked 1=, helper 265; at a curvature of 0.1
+    # or more the relative stop bought nothing but passes: a small y, 130 s for the same F*, helper 268. float32's
+    # gradients' terms round at eps whatever their sum's size)
     tol = unit_tol
     L = 1.0
     norm = float(np.linalg.norm(g_x))
-    if norm > 0 and not low_precision:  # the curvature along the gradient, from a short step (the backtracking's start: a unit start had
-        # taken 220 of its shrinks to reach the 1e-10 of data 1e-5 times smaller, and the residual's step with it)
+    if norm > 0 and not low_precision:  # the curvature along the gradient, from a short step (the backtracking's
+        # start: a unit start had taken 220 of its shrinks to reach the 1e-10 of data 1e-5 times smaller)
         h = 100 * math.sqrt(eps) * max(1.0, float(np.linalg.norm(x)))  # (the gradients' dtype: float32 rounds)
         with np.errstate(over="ignore", invalid="ignore"):
             probe = float(np.linalg.norm(value_and_gradient(x - (h / norm) * g_x)[1] - g_x)) / h

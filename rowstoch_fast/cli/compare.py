@@ -255,8 +255,9 @@ def _checked_options(args, root):
     if args.mg_rounds is not None and args.mg_rounds < 1:  # (a file's, dropped below unread: checked first)
         raise UsageError(f"--mg-rounds must be >= 1 (gossip rounds per iteration), got {args.mg_rounds}")
     if "--mg-rounds" in getattr(args, "file_keys", {}) and "--mg-rounds" not in written and \
-            "--algorithms" in written and not any(a.startswith("mg-") for a in names):  # (the file's R, for mg-* methods the command line left
-        # out: `--preset paper --algorithms pull-diag-gt` was refused, naming the shipped file; a file's own methods
+            "--algorithms" in written and not any(a.startswith("mg-") for a in names):  # (the file's R, for mg-*
+        # methods the command line left out: `--preset paper --algorithms pull-diag-gt` was refused, naming the
+        # shipped file; a file's own methods
         # without one: refused as its other unread keys are, helper 266)
         args.mg_rounds = None
         args.given.discard("--mg-rounds")
