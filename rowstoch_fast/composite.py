@@ -1140,25 +1140,25 @@ class Composite(_Derived):
             with np.errstate(over="ignore", invalid="ignore"):
                 return float(self.smooth.value_and_gradient_at(x)[0]) + float(self.regularizer.value(x))
 
-        start = optimum_of(self.smooth)
-        candidates = [("zero", np.zeros(self.d))]
-        if start is not None:
-            candidates.append(("smooth", np.asarray(start.x, dtype=np.float64)))
-        try:
-            first = np.asarray(self.smooth.x0(), dtype=np.float64)  # (shape (d,); a user's (n, d): their mean)
-            candidates.append(("runs", first if first.ndim == 1 else first.reshape(-1, self.d).mean(axis=0)))
-        except Exception:  # noqa: BLE001 - a smooth part of the user's without a start: the others
-            pass
-        def F_after_prox(x):  # (a prox that fails: the solver names it, from the start ranked last)
+        def F_after_prox(x):  # (each start's prox is the solver's first step; one that fails ranks last, and the
+            # solver names it)
             x = self.regularizer.prox(x, 1.0)
             return F(x) if np.all(np.isfinite(x)) else math.inf
 
-        starts = sorted(candidates, key=lambda c: F_after_prox(c[1]))
+        zero = np.zeros(self.d)
+        candidates = {"zero": zero}
+        smooth = optimum_of(self.smooth)
+        if smooth is not None:
+            candidates["smooth"] = np.asarray(smooth.x, dtype=np.float64)
+        try:
+            first = np.asarray(self.smooth.x0(), dtype=np.float64)  # (shape (d,); a user's (n, d): their mean)
+            candidates["runs"] = first if first.ndim == 1 else first.reshape(-1, self.d).mean(axis=0)
+        except Exception:  # noqa: BLE001 - a smooth part of the user's without a start: the others
+            pass
+        lowest = min(candidates, key=lambda name: F_after_prox(candidates[name]))
         what = f"{type(self.smooth).__name__} + {self.regularizer!r}"
         tried = []
-        order = starts[:1] + [start for start in starts if start[0] == "zero"] * (starts[0][0] == "smooth")
-        # (each start's prox is the solver's first step: a feasible point)
-        for _, x0 in order:
+        for x0 in [candidates[lowest]] + ([zero] if lowest == "smooth" else []):
             with warnings.catch_warnings(record=True) as said:
                 warnings.simplefilter("always", RuntimeWarning)
                 x = proximal_gradient(self.smooth.value_and_gradient_at, self.regularizer, x0, what=what)

@@ -385,8 +385,8 @@ class _Defined:
     converged run's suboptimality 0.25, a composite's 3.1, helper 267). (Named, not every public attribute: a
     subclass's own counter, ``self.calls += 1`` at every pass, would have dropped the optimum at each.)"""
 
-    #: The caches derived from what defines it.
-    _DERIVED = ("_optimum", "_means", "_gram", "_prox_checked")
+    #: The caches derived from what defines it (the optimum's is keyed on the stamps, :func:`_changes`).
+    _DERIVED = ("_means", "_gram", "_prox_checked")
     #: The attributes that define its function (none known of a class of the user's own).
     _DEFINING = frozenset()
 
@@ -1058,9 +1058,8 @@ class NonconvexLogistic(Objective):
 
         self.n = check_int(n, "n", minimum=1)
         self.dtype = np.dtype(check_dtype(dtype))
-        H_given, Y_given = H, Y
-        H = as_float_array(H, "H", self.dtype, ndim=2)
-        Y = as_float_array(Y, "Y", self.dtype, ndim=1)
+        H = _kept(as_float_array(H, "H", self.dtype, ndim=2), H)
+        Y = _kept(as_float_array(Y, "Y", self.dtype, ndim=1), Y)
         _check_nonempty(H.shape, "H", self.n)
         if H.shape[0] % self.n:
             raise ValueError(f"H has {H.shape[0]} rows, which n = {self.n} nodes cannot share evenly")
@@ -1068,7 +1067,7 @@ class NonconvexLogistic(Objective):
             raise ValueError(f"Y has {Y.shape[0]} labels but H has {H.shape[0]} rows")
         if not np.isin(Y, (-1.0, 1.0)).all():
             raise ValueError("Y must hold labels -1 or +1")
-        self.H, self.Y = _kept(H, H_given), _kept(Y, Y_given)
+        self.H, self.Y = H, Y
         self.d = H.shape[1]
         self.samples_per_node = H.shape[0] // self.n
         self.rho = check_positive_float(rho, "rho", allow_zero=True)
