@@ -361,6 +361,41 @@ def test_the_first_refinement_goes_around_the_runner_up_too(monkeypatch):
     assert 0.015 < lr < 0.022, record["stages"]
 
 
+def test_where_the_refinement_moves_the_best_a_quarter_step_from_a_neighbour_the_tuner_tries_between(monkeypatch):
+    """Helper 269: FedAvg on a star of 16 (mini-batches of 4, half of the clients a round): the grid's best 0.01
+    just ahead of 0.00316, the refinement moved the best to 0.00562, a quarter step above 0.00316, and 0.00422
+    between them was never tried; 0.00562 was chosen, 1.38x above 0.00365 over 12 repetitions. Where the best has a
+    stable neighbour further than an eighth step, the midpoint runs; not beside a rejected one (an edge of
+    stability), nor where the neighbours are an eighth step away, nor outside the grid's span."""
+    grid = (1e-4, 3.16228e-4, 1e-3, 3.16228e-3, 0.01, 0.0316228, 0.1, 0.316228, 1.0)
+    tried = {0.00316228: 0.0064, 0.00562341: 0.0040, 0.00749894: 0.0048, 0.01: 0.0061}
+    assert tuning._between_neighbours(0.00562341, tried, grid) == pytest.approx([0.00421696], rel=1e-5)
+    assert tuning._between_neighbours(0.00749894, tried, grid) == []  # (an eighth step each way)
+    assert tuning._between_neighbours(0.00562341, {**tried, 0.00316228: math.inf}, grid) == []  # (an edge)
+    assert tuning._between_neighbours(0.00562341, {0.00562341: 0.004, 0.01: 0.005}, (0.001, 0.00316, 0.01)) == \
+        pytest.approx([0.0074989], rel=1e-5)
+    assert tuning._between_neighbours(0.00562341, {0.00562341: 0.004}, grid) == []  # (no neighbour)
+
+    def fake(network, objective, method, rates, budget, metric, *, seed, repeats=1, rep_offset=0, **kw):
+        iterations = np.linspace(0, budget, 24)
+        columns = []
+        for lr in rates:  # (a lopsided bowl at 0.0042: steep below, shallow above; 0.01 ends below 0.00316)
+            u = math.log10(lr / 0.0042)
+            level = 3.5e-3 * (1 + (60.0 if u < 0 else 4.0) * u * u)
+            columns += [0.3 * np.exp(-iterations / 5.0) + level] * repeats
+        return iterations, np.stack(columns, axis=1)
+
+    monkeypatch.setattr(tuning, "trajectories", fake)
+    A = topology.star(16)
+    f = LeastSquares.synthetic(16, samples_per_node=24, d=4, batch=4, seed=0)
+    method = cmp.make_plan(A, f, "fedavg", 300).methods[0]
+    lr, record = tuning.tune(A, f, method, 300, "suboptimality", grid=grid)
+    names = [entry["name"] for entry in record["stages"]]
+    assert names[:3] == ["grid", "refine", "refine"], names
+    assert list(record["stages"][2]["scores"]) == pytest.approx([0.00421696], rel=1e-5)
+    assert lr == pytest.approx(0.00421696, rel=1e-5), record["stages"]
+
+
 def test_where_every_rate_blew_up_the_tuner_searches_around_the_ones_that_lasted_longest(monkeypatch):
     """Helper 191: NIDS and Exact Diffusion on a torus of 49 with delays of 2 rounds and link noise blew up at every
     grid rate, the small ones late (whatever the rate), 0.1 and 0.316 sooner, 1 later than both its neighbours; no
