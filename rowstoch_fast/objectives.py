@@ -365,15 +365,18 @@ def _kept(array, given):
                        "pass it read-only (array.setflags(write=False)) to keep it without a copy")
         array = array.copy()
     array.setflags(write=False)
-    return array
+    view = array.view()  # (a view of read-only memory: ``f.y.setflags(write=True)`` cannot undo it, helper 267)
+    view.setflags(write=False)
+    return view
 
 
 def _handed_over(*arrays):
     """The arrays a constructor of the package made and hands to an objective (nobody else writes them): made
     read-only, so that :func:`_kept` keeps them without a copy."""
     for array in arrays:
-        if isinstance(array, np.ndarray):
-            array.setflags(write=False)
+        while isinstance(array, np.ndarray):  # (and the memory it views: a view of writeable memory can be made
+            array.setflags(write=False)  # writeable again)
+            array = array.base
     return arrays
 
 
