@@ -340,12 +340,13 @@ def test_a_command_lines_bad_communication_value_still_names_its_flag(tmp_path, 
 
 def test_a_refusal_of_the_file_s_keys_and_a_flag_names_each_in_its_words(tmp_path, capsys):
     """Helper 185: a file's [network] with `--matrix` on the command line read "--topology and --n ... are not read
-    with --matrix": the file's keys as flags. Each is said where it was written."""
-    (tmp_path / "e.toml").write_text('[network]\ntopology = "ring"\nn = 4\n[algorithms.dsgd]\nlr = 0.05\n')
+    with --matrix": the file's keys as flags. Each is said where it was written. (The file's keys alone are dropped
+    now, said in a note: the command line's --matrix wins, helper 266; beside the command line's own --n, refused.)"""
+    (tmp_path / "e.toml").write_text('[network]\ntopology = "ring"\n[algorithms.dsgd]\nlr = 0.05\n')
     np.savetxt(tmp_path / "m.txt", [[0, 1], [1, 0]], fmt="%d")
-    assert cli.main(["compare", "--config", str(tmp_path / "e.toml"), "--matrix", str(tmp_path / "m.txt"), "--out",
-                     str(tmp_path / "o"), "--no-progress"]) == 2
-    assert _one_line(capsys).endswith("e.toml: [network] topology and [network] n are not read with --matrix (the file "
+    assert cli.main(["compare", "--config", str(tmp_path / "e.toml"), "--matrix", str(tmp_path / "m.txt"), "--n", "4",
+                     "--out", str(tmp_path / "o"), "--no-progress"]) == 2
+    assert _one_line(capsys).endswith("e.toml: [network] topology and --n are not read with --matrix (the file "
                                       "is the network)\n")
 
 
@@ -1238,6 +1239,40 @@ def test_the_command_lines_tracker_and_mg_rounds_win_over_a_files_algorithm_tabl
 
     summary = pd.read_csv(out / "summary.csv")
     assert summary.set_index("algorithm").loc["mg-pull-diag-gt", "rounds_per_iteration"] == 2
+
+
+@pytest.mark.parametrize("keys, argv, said", [
+    ('[communication]\ncompress = "topk"\nk = 2\n', ["--compress", "qsgd:4"],
+     "[communication] k of e.toml is not read without --compress topk or randk"),
+    ('[outputs]\nx = "cost"\ncost_weights = "gradient=1,round=10"\n', ["--x", "rounds"],
+     "[outputs] cost_weights of e.toml is not read without --x cost"),
+    ("", ["--objective", "logistic-l2"],  # (the file's own objective table: least squares, samples_per_node = 8)
+     "[objective] samples_per_node of e.toml is not read with --objective logistic-l2"),
+    ("", ["--matrix", "M.npy"],
+     "[network] topology and [network] n of e.toml are not read with --matrix (the file is the network)"),
+])
+def test_a_files_keys_that_went_with_a_choice_the_command_line_replaced_are_dropped_and_said(tmp_path, capsys, keys,
+                                                                                             argv, said):
+    # (each had been refused, the file's key named: the command line did not win, helper 266)
+    np.save(tmp_path / "M.npy", topology.ring(8).toarray())
+    path = _file(tmp_path, '[network]\ntopology = "ring"\nn = 8\n[algorithms.dsgd]\nlr = 0.01\n' + keys)
+    argv = [a.replace("M.npy", str(tmp_path / "M.npy")) for a in argv]
+    figures = [] if "--x" in argv else ["--format", "none"]  # (--x is the figures' axis)
+    assert cli.main(["compare", "--config", path, *argv, "--out", str(tmp_path / "o"), "--no-progress",
+                     *figures]) == 0
+    assert f"rowstoch: note: {said.replace('e.toml', path)}: dropped (the command line wins)" in capsys.readouterr().err
+    saved = json.loads((tmp_path / "o" / "experiment.json").read_text())["settings"]
+    assert saved["k"] != 2 and saved["cost_weights"] is None and saved["samples_per_node"] != 8 \
+        or "--objective" not in argv, saved
+    if "--compress" not in argv:
+        return
+    # a key the file itself leaves unread is still refused, whatever the command line replaced
+    (tmp_path / "bad").mkdir()
+    bad = _file(tmp_path / "bad", '[network]\ntopology = "ring"\nn = 8\n[algorithms.dsgd]\nlr = 0.01\n'
+                                  '[communication]\nk = 2\n')
+    assert cli.main(["compare", "--config", bad, "--rounds-budget", "30", "--out", str(tmp_path / "o2"),
+                     "--no-progress"]) == 2
+    assert "e.toml: [communication] k is not read without compress topk or randk" in _one_line(capsys)
 
 
 def test_a_files_rounds_too_large_for_the_budget_names_that_key(tmp_path, capsys):

@@ -664,7 +664,7 @@ def _settings(args):
         if given and getattr(args, option[2:].replace("-", "_"), None) != value:
             raise UsageError(f"{' and '.join(given)} {'needs' if len(given) == 1 else 'need'} "
                              f"{as_written(args, {option: value})} (they go with that model only)")
-    return network_options.settings(args, args.given)
+    return network_options.settings(args, args.given, dropped=lambda written, why: dropped_unread(args, written, why))
 
 
 def _one_setting(args):
@@ -703,11 +703,33 @@ def _algorithm_names():
 
 def _refuse_unread(args, rules):
     """UsageError for an option written on the command line that the run would not read: ``rules`` holds
-    ``(options, unread, why)`` (ignoring it would run something other than what was asked for)."""
+    ``(options, unread, why)`` (ignoring it would run something other than what was asked for); an experiment
+    file's options that a choice of the command line leaves unread are dropped instead (:func:`dropped_unread`)."""
     for options, unread, why in rules:
         written = [o for o in options if o in args.given]
-        if written and unread:
+        if written and unread and not dropped_unread(args, written, why):
             raise UsageError(f"{' and '.join(written)} {'is' if len(written) == 1 else 'are'} not read {why}")
+
+
+def dropped_unread(args, written, why):
+    """Whether the options ``written``, which the run would not read (``why``, naming the options that decide it),
+    were all set by an experiment file while an option that ``why`` names was written on the command line: then
+    they are dropped (their defaults back, no longer given) and said (``args.dropped_keys``: ``(option, why)``).
+    The command line wins over the file, and so over the file's keys that went with the choice it replaced: a file's
+    ``compress = "topk"``, ``k = 2`` beside ``--compress qsgd:4`` had been refused ("[communication] k is not read
+    without --compress topk or randk"), as had its ``cost_weights`` beside ``--x rounds``, its
+    ``samples_per_node`` beside another ``--objective`` and its ``topology`` beside ``--matrix`` (helper 266). A
+    file's key that the file itself leaves unread is still refused."""
+    from_file, command_line = getattr(args, "file_defaults", {}), getattr(args, "command_line", set())
+    if not written or not all(o in from_file for o in written) \
+            or not set(re.findall(r"(?<![\w-])--[a-z][\w-]*", why)) & command_line:
+        return False
+    for option in written:
+        dest, default = from_file[option]
+        setattr(args, dest, default)
+        args.given.discard(option)
+        args.dropped_keys = getattr(args, "dropped_keys", []) + [(option, why)]
+    return True
 
 
 def _matrix_rules(args, network_options=("--topology", "--n")):

@@ -17,8 +17,8 @@ from ..network import options as network_options
 from ..topology import NAMES as TOPOLOGIES, PAPER_NAMES as PAPER_GRAPHS
 from ._common import (_as_options, _check_objective_args, _check_objective_size, _check_out_folder, _error,
                       _list_option, _matrix_from_args, _metrics_module, _objective_from_args, _problem_rules,
-                      _refuse_unread, _settings, drop_turned_off, narrator, on_every_rank, polled_barrier,
-                      progress_option, RanksDiffer, refuse_different_arguments, refuse_on_every_rank,
+                      _refuse_unread, _settings, drop_turned_off, dropped_unread, narrator, on_every_rank,
+                      polled_barrier, progress_option, RanksDiffer, refuse_different_arguments, refuse_on_every_rank,
                       warn_unshared_launch, file_label, _graph_words, _objective_words, advice_as_written)
 
 
@@ -273,6 +273,8 @@ def _checked_options(args, root):
     if x_axis not in report.AXES:  # (one value: "a comma-separated list" had been said of a bad one, helper 261)
         raise UsageError(f"--x takes one of {', '.join(report.AXES)}, got {args.x!r}")
     cost = getattr(args, "cost_weights", None)
+    if x_axis != "cost" and cost is not None and dropped_unread(args, ["--cost-weights"], "without --x cost"):
+        cost = None
     if (x_axis == "cost") != (cost is not None):
         raise UsageError("--x cost needs --cost-weights (e.g. gradient=1,round=100)" if cost is None
                          else "--cost-weights is read with --x cost only")
@@ -313,6 +315,13 @@ def _checked_options(args, root):
         if name not in TOPOLOGIES + PAPER_GRAPHS:
             raise UsageError(f"unknown topology {name!r}{did_you_mean(name, TOPOLOGIES + PAPER_GRAPHS)}; choose from "
                              f"{', '.join(TOPOLOGIES + PAPER_GRAPHS)}")
+    dropped = {}  # (_common.dropped_unread: the file's keys by why they are not read)
+    for option, why in getattr(args, "dropped_keys", ()) if root else ():
+        dropped.setdefault(why, []).append(f"[communication] {args.file_communication[option]}" if option in
+                                           args.file_communication else args.file_keys.get(option, option))
+    for why, keys in dropped.items():
+        print(f"rowstoch: note: {' and '.join(keys)} of {args.file_name} {'is' if len(keys) == 1 else 'are'} not "
+              f"read {why}: dropped (the command line wins)", file=sys.stderr)
     return SimpleNamespace(settings=settings, metrics=metrics, x_axis=x_axis, cost=cost, formats=formats, jobs=jobs,
                            progress=progress, topologies=topologies)
 
@@ -755,6 +764,8 @@ def _read_experiment_file(args):
     # could set by its key; helper 181: a file's undirected = true turned off by --no-undirected was refused with
     # "add [network] undirected")
     args.file_spelling = {flag_of(dest): name for dest, name in where.items() if flag_of(dest) not in written}
+    args.command_line, args.file_defaults = written, {}  # (a file's option that a choice of the command line leaves
+    # unread is dropped: _common.dropped_unread)
     for dest, value in options.items():
         option = flag_of(dest)
         if option not in args.given and "--no-" + option[2:] not in args.given:  # (--no-undirected wins too)
@@ -764,6 +775,7 @@ def _read_experiment_file(args):
                 items = network_options.split_items(value, lambda f: os.path.isfile(_file_relative(f, path)))
                 value = ",".join("@" + _file_relative(item[1:], path) if item.startswith("@") else item
                                  for item in items)
+            args.file_defaults[option] = (dest, getattr(args, dest, None))
             setattr(args, dest, value)
             args.given.add(option)  # set: the rules on options that would not be read apply to it too
             if dest in keys:  # (a refusal of its value names its key: _as_in_the_file)

@@ -501,25 +501,31 @@ def record(ns):
     return out
 
 
-def settings(args, given=()):
+def settings(args, given=(), dropped=None):
     """``[(label, namespace of one setting)]``: every combination of the sweepable options' items (each layer's
     ``sweep``; one setting, labelled ``""``, where nothing is swept), every one checked (:func:`check`); an option
-    that no setting reads is refused when written (:func:`unread`)."""
-    axes = [(cls, items) for cls in _layers() for items in [cls.sweep(args, given)] if items is not None]
-    several = any(len(items) > 1 for _, items in axes)
-    spaces = []
-    for combo in itertools.product(*[items for _, items in axes]):
-        ns = argparse.Namespace(**vars(args))
-        for updates in combo:
-            for key, value in updates.items():
-                setattr(ns, key, value)
-        spaces.append(ns)
-    # an option is refused when no setting reads it (the rules told apart by their flags)
-    per_setting = [{flags: (unread_, why) for flags, unread_, why in unread(ns)} for ns in spaces]
-    for flags, (_, why) in per_setting[0].items():
-        written = [o for o in flags if o in given]
-        if written and all(rules.get(flags, (True, why))[0] for rules in per_setting):
+    that no setting reads is refused when written (:func:`unread`), unless ``dropped(written, why)`` drops it
+    (returns True: the CLI's options an experiment file set that the command line's choice leaves unread)."""
+    for _ in range(len(given) + 1):  # (again where options were dropped: the settings without them)
+        axes = [(cls, items) for cls in _layers() for items in [cls.sweep(args, given)] if items is not None]
+        spaces = []
+        for combo in itertools.product(*[items for _, items in axes]):
+            ns = argparse.Namespace(**vars(args))
+            for updates in combo:
+                for key, value in updates.items():
+                    setattr(ns, key, value)
+            spaces.append(ns)
+        # an option is refused when no setting reads it (the rules told apart by their flags)
+        per_setting = [{flags: (unread_, why) for flags, unread_, why in unread(ns)} for ns in spaces]
+        unread_here = [([o for o in flags if o in given], why) for flags, (_, why) in per_setting[0].items()
+                       if all(rules.get(flags, (True, why))[0] for rules in per_setting)]
+        unread_here = [(written, why) for written, why in unread_here if written]
+        if not unread_here:
+            break
+        written, why = unread_here[0]
+        if dropped is None or not dropped(written, why):
             raise UsageError(f"{' and '.join(written)} {'is' if len(written) == 1 else 'are'} not read {why}")
+    several = any(len(items) > 1 for _, items in axes)
     out = []
     for ns in spaces:
         check(ns, d=None if getattr(ns, "data_file", None) else getattr(ns, "d", None))
