@@ -1275,6 +1275,15 @@ def test_a_files_keys_that_went_with_a_choice_the_command_line_replaced_are_drop
     assert "e.toml: [communication] k is not read without compress topk or randk" in _one_line(capsys)
 
 
+def test_a_matrix_that_needs_normalizing_is_advised_in_the_command_lines_words(tmp_path, capsys):
+    # (after --no-normalize it had read "pass normalize=True (--normalize)", the library's words, helper 266)
+    np.save(tmp_path / "raw.npy", 2 * topology.ring(8).toarray())
+    for extra, advice in (([], "add --normalize"), (["--no-normalize"], "drop --no-normalize")):
+        assert cli.main(["run", "--matrix", str(tmp_path / "raw.npy"), *extra, "--iterations", "3", "--no-progress",
+                         "--out", str(tmp_path / "o")]) == 2
+        assert _one_line(capsys).endswith(f"(8 such rows); {advice} to rescale raw weights\n")
+
+
 def test_a_files_rounds_too_large_for_the_budget_names_that_key(tmp_path, capsys):
     # ("lower its rounds ([run] mg_rounds)" had named the key that does not set them: following it, the same line)
     path = _file(tmp_path, '[network]\ntopology = "ring"\nn = 8\n[algorithms.mg-pull-diag-gt]\nlr = 0.01\n'

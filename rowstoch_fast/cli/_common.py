@@ -102,6 +102,10 @@ def load_matrix_option(path, normalize):
             return load_matrix(path, normalize)
     except UsageError as exc:
         said = "read it as one with stochastic='column'; normalize=True would rescale its rows into another matrix"
+        advice = "pass normalize=True (--normalize)"  # (the library's: in the command line's words, which a
+        # --no-normalize written makes "drop --no-normalize", helper 266)
+        if advice in str(exc):
+            raise UsageError(str(exc).replace(advice, "add --normalize")) from None
         if said not in str(exc):
             raise
         raise UsageError(str(exc).replace(said, "--matrix takes the network's row-stochastic A, from whose graph the "
