@@ -96,6 +96,11 @@ def test_a_repetition_that_diverges_alone_stops_alone(monkeypatch):
     four = cmp.compare(A, f, "dsgd", 200, repeats=4, previous=two, log=lines.append, **kw)
     assert set(four["status"]) == {"diverged"} and sorted(four["rep"].unique()) == [0, 1]
     assert "dsgd: diverged in the earlier comparison: no more repetitions" in lines
+    # (and its diagnosis says so: the caption says four repetitions, helper 266)
+    said = cmp.summary(four)["diagnosis"].iloc[0]
+    assert said.endswith("(diverged in the earlier comparison's 2 repetitions: no more run)"), said
+    again = cmp.compare(A, f, "dsgd", 200, repeats=5, previous=four, **kw)
+    assert cmp.summary(again)["diagnosis"].iloc[0] == said  # (said once)
 
 
 def test_a_resumed_repetitions_time_is_counted_once(monkeypatch):

@@ -22,6 +22,11 @@ from .verdict import (NEXT_STABLE, RETRIED, RETRIES, _ends as ends, cause, claus
 __all__ = ["Outcome", "judge_run", "run_method"]
 
 
+#: What a kept diverged method's diagnosis adds where the comparison grew (``--resume DIR --repeats N``): its values
+#: are over the earlier comparison's repetitions, which the table's caption does not say.
+KEPT_DIVERGED = "diverged in the earlier comparison's"
+
+
 @dataclass
 class Outcome:
     """One method's result: its records (every repetition), its status and diagnosis, the rate it ran at and
@@ -522,6 +527,11 @@ def run_method(plan, method, *, progress=False, log=None):
         status = str(kept["status"].iloc[0]) if "status" in kept.columns else "ok"
         status = "ok" if status == "done" else status  # (a comparison of an older version)
         diagnosis = str(kept["diagnosis"].astype(object).fillna("").iloc[0]) if "diagnosis" in kept.columns else ""
+        reps = int(kept["rep"].nunique())
+        if status == "diverged" and reps < plan.repeats and KEPT_DIVERGED not in diagnosis:  # (the table's caption
+            # says the comparison's repetitions: its values are over fewer, and only the terminal had said so,
+            # helper 266)
+            diagnosis += f" ({KEPT_DIVERGED} {reps} repetition{'s' * (reps != 1)}: no more run)"
     else:
         status, diagnosis = _judged(plan, method, frame, meta, lr, source, record)
         tries = 0 if source == "tuned" else 1 + len(record.get("retried_also", ())) if source == NEXT_STABLE and (
