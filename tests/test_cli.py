@@ -1284,6 +1284,21 @@ def test_a_matrix_that_needs_normalizing_is_advised_in_the_command_lines_words(t
         assert _one_line(capsys).endswith(f"(8 such rows); {advice} to rescale raw weights\n")
 
 
+def test_a_memory_refusal_of_a_files_size_names_the_file_and_its_key(tmp_path, capsys):
+    # ("lower --repeats" had answered a file's repeats, the file not named, helper 266)
+    path = _file(tmp_path, '[network]\ntopology = "ring"\nn = 8\n[algorithms.dsgd]\nlr = 0.01\n')
+    big = tmp_path / "big.toml"
+    big.write_text((tmp_path / "e.toml").read_text().replace("repeats = 1", "repeats = 1000000000"))
+    big = str(big)
+    assert cli.main(["compare", "--config", big, "--out", str(tmp_path / "o"), "--no-progress"]) == 2
+    said = _one_line(capsys)
+    assert said.startswith(f"rowstoch: error: out of memory: {big}: the runs' iterates") and said.endswith(
+        "; lower [run] repeats\n"), said
+    assert cli.main(["compare", "--config", path, "--repeats", "1000000000", "--out", str(tmp_path / "o"),
+                     "--no-progress"]) == 2
+    assert _one_line(capsys).endswith("; lower --repeats\n")  # (written on the command line: its flag)
+
+
 def test_a_files_rounds_too_large_for_the_budget_names_that_key(tmp_path, capsys):
     # ("lower its rounds ([run] mg_rounds)" had named the key that does not set them: following it, the same line)
     path = _file(tmp_path, '[network]\ntopology = "ring"\nn = 8\n[algorithms.mg-pull-diag-gt]\nlr = 0.01\n'

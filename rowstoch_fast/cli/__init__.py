@@ -309,6 +309,11 @@ def _call(args, terminated):
             during = last_stage[0]
             text = (f"an allocation failed{f' during {during}' if during else ''} (the error gave no size); lower the "
                     "sizes (--d, --total, --samples-per-node, --n, --repeats) or free memory")
+        if getattr(args, "file_name", None):  # (sizes an experiment file set: its keys, as its other refusals say
+            # them; "lower --repeats" had answered a file's repeats, helper 266)
+            from .compare import _as_in_the_file
+
+            text = str(_as_in_the_file(args, UsageError(text)))
         _error(f"error: out of memory: {text}")
         return 2
     except KeyboardInterrupt:
