@@ -163,7 +163,21 @@ def _option_help():
 
     parser = make_parser()
     compare = parser._subparsers._group_actions[0].choices["compare"]
-    return {a.dest: (a.help or "", a.option_strings) for a in compare._actions}
+    return {a.dest: (a.help or "", a.option_strings, a.default) for a in compare._actions}
+
+
+def _default_cell(default):
+    """A key's default as its table shows it: TOML's spelling, empty where the option has none (None: set by
+    something else, e.g. the objective's metric) (helper 266: the defaults had been in --help alone)."""
+    import argparse
+
+    if default is None or default is argparse.SUPPRESS:
+        return ""
+    if isinstance(default, bool):
+        return f"`{str(default).lower()}`"
+    if isinstance(default, (list, tuple)):
+        return "`[" + ", ".join(f'"{v}"' if isinstance(v, str) else str(v) for v in default) + "]`"
+    return f'`"{default}"`' if isinstance(default, str) else f"`{default}`"
 
 
 def toml_keys():
@@ -173,10 +187,10 @@ def toml_keys():
 
     helps = _option_help()
     kinds = {"list": "string or list of strings (empty: none)", "str|list": "string or list of strings"}
-    lines = ["| table | key | type | option | what it sets |", "|---|---|---|---|---|"]
+    lines = ["| table | key | type | default | option | what it sets |", "|---|---|---|---|---|---|"]
     for table, keys in config.schema().items():
         for key, (dest, kind) in keys.items():
-            text, flags = helps.get(dest, ("", []))
+            text, flags, default = helps.get(dest, ("", [], None))
             kind = kinds.get(kind, getattr(kind, "__name__", str(kind)))
             choices = config.CHOICES.get((table, key))
             if choices:
@@ -188,11 +202,12 @@ def toml_keys():
             # first: a boolean's --X, not its --no-X, which BooleanOptionalAction lists last, helper 219)
             if (table, key) == ("run", "algorithms"):
                 flag = "`--algorithms`"  # (its destination is the set's: the names go there too)
-            lines.append(f"| `[{table}]` | `{key}` | {_cell(kind)} | {flag} | {_cell(text)} |")  # (a kind's "|":
-            # float|nodes had split its row)
+            default = "" if (table, key) == ("run", "algorithms") else _default_cell(default)
+            lines.append(f"| `[{table}]` | `{key}` | {_cell(kind)} | {default} | {flag} | {_cell(text)} |")  # (a
+            # kind's "|": float|nodes had split its row)
     for key, kind in config.ALGORITHM_KEYS.items():
-        lines.append(f"| `[algorithms.NAME]` | `{key}` | {kind.__name__} | | {_cell(_ALGORITHM_KEY_HELP[key])} |")
-    lines.append("| `[algorithms.NAME]` | any other | the constructor's | | a hyperparameter of the algorithm's "
+        lines.append(f"| `[algorithms.NAME]` | `{key}` | {kind.__name__} | | | {_cell(_ALGORITHM_KEY_HELP[key])} |")
+    lines.append("| `[algorithms.NAME]` | any other | the constructor's | | | a hyperparameter of the algorithm's "
                  "constructor, passed through (refused, naming the key, where it has none such) |")
     return "\n".join(lines) + "\n"
 

@@ -157,6 +157,14 @@ def test_every_algorithm_writes_its_equations_as_math(cls):
     literal = re.findall(r"^(?! *\.\. )[^\n]*::\n\n((?: {4,}.*\n?|\n)+)", doc, re.M)  # (literal blocks, no directive)
     assert not [b for b in literal if re.search(r"_\{?[a-z0-9+-]+\}? *=|=.*\blr\b|<-", b)], cls.__name__
 
+def test_the_generated_table_gives_each_keys_default():
+    # (they had been in --help alone, helper 266)
+    table = _docs_generator().toml_keys()
+    for row in ("| `[run]` | `rounds_budget` | int | `2000` |", "| `[run]` | `repeats` | int | `5` |",
+                "| `[objective]` | `d` | int | `10` |", "| `[objective]` | `samples_per_node` | int | `32` |"):
+        assert row in table, row
+
+
 def test_the_generated_table_names_each_boolean_key_by_its_flag():
     """Helper 219: the option column of guide/_toml_keys.md showed --no-undirected, --no-normalize and --no-biased
     for the keys that set --undirected, --normalize and --biased (argparse lists a BooleanOptionalAction's --no-X
@@ -164,7 +172,7 @@ def test_the_generated_table_names_each_boolean_key_by_its_flag():
     table = _docs_generator().toml_keys()
     assert "| `--no-" not in table  # (the option column; a help text may name --no-X)
     for key in ("normalize", "undirected", "biased"):
-        assert f"| `{key}` | bool | `--{key}` |" in table, key
+        assert f"| `{key}` | bool | `false` | `--{key}` |" in table, key
 
 
 def test_the_guide_names_the_communication_keys_that_take_lists():
