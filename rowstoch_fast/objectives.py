@@ -73,6 +73,38 @@ def value_rounding(objective):
     return max(1e-8, 1e4 * float(np.finfo(precision_of(objective)).eps))
 
 
+#: Points near x* at which :func:`value_noise` evaluates the loss (one batched pass over the data).
+NOISE_POINTS = 16
+
+
+def value_noise(objective, best):
+    """How far ``objective``'s loss, evaluated in its dtype as the records evaluate it, rounds away from f* near
+    its minimiser ``best.x``: the largest ``abs(f(x) - f*)`` over x* and :data:`NOISE_POINTS` points whose
+    coordinates lie within 4 eps of x*'s, relatively (a coordinate at 0 stays there: an L1 term's kink, a bound at
+    0), mapped by a composite objective's regularizer's prox with a step of eps (a box's other bounds), where the
+    loss is finite; and at least one step of ``abs(f*)`` (its ulp). The points' true distance from f* is of order
+    eps squared; what is left is the loss's rounding (its sum over the data included), the rounding of iterates
+    at x* in that dtype, and any offset between the dtype's f(x*) and f*. Perturbed in every coordinate, a float32
+    lasso with 399 of 400 coordinates at 0 had measured its kink, 700x its rounding, and a non-negative quadratic
+    with 13 of 20 at the bound one finite point in 17 (helper 140)."""
+    dtype = precision_of(objective)
+    eps = float(np.finfo(dtype).eps)
+    x = np.asarray(best.x, dtype=np.float64).reshape(-1)
+    X = x * (1.0 + eps * np.random.default_rng(0).uniform(-4.0, 4.0, (NOISE_POINTS, x.size)))  # (a 0 stays 0)
+    regularizer = getattr(objective, "regularizer", None)
+    if regularizer is not None:  # (back into a constraint that x* touches: a box's bound; an L1's shrink by eps)
+        try:
+            X = np.asarray(regularizer.prox(X, eps), dtype=np.float64)
+        except Exception:  # noqa: BLE001 - a Prox of the user's that refuses: the points left outside drop out
+            pass
+    X = np.vstack([x, X]).astype(dtype).reshape((NOISE_POINTS + 1,) + np.shape(best.x))
+    with np.errstate(all="ignore"):
+        values = np.asarray(objective.value_and_gradient_at(X)[0], dtype=np.float64)
+    values = values[np.isfinite(values)]  # (a point still outside a constraint: F = +inf there)
+    step = float(np.spacing(np.asarray(abs(float(best.value)), dtype=dtype)))
+    return max(float(np.abs(values - float(best.value)).max(initial=0.0)), step)
+
+
 def _check_own_value(objective, best, value):
     """An ``optimum()`` of the user's: its ``value`` should be ``f(x)`` at its ``x``; a RuntimeWarning (once per
     optimum) where they differ by more than rounding of the objective's dtype relative to ``max(1, |f(x)|)``. One

@@ -1155,8 +1155,19 @@ def _said(diagnosis):
     return isinstance(diagnosis, str) and bool(diagnosis)
 
 
-#: A mean suboptimality below 0 by at most this much is rounding (f(x) and f* agree to their last digits).
+#: A mean suboptimality below 0 by at most this much is rounding (f(x) and f* agree to their last digits), where a
+#: table does not carry its problem's own level (:func:`_rounding_level`).
 ROUNDING = 1e-12
+
+
+def _rounding_level(table):
+    """The level below which a summary ``table``'s suboptimality is rounding: its problem's own
+    (``attrs["rounding"]``: the harness's converged level, from f*'s size, the start's and the loss's measured
+    rounding near f*), else :data:`ROUNDING` (a table read back from summary.csv). Not the larger of the two: on
+    data in small units (a lasso's start 2.7e-10 above f*, its level 6.6e-22) f* off by 1.4e-13, 5e-4 of the
+    start, had been called rounding (helper 265)."""
+    level = float(getattr(table, "attrs", {}).get("rounding", 0.0) or 0.0)
+    return level if math.isfinite(level) and level > 0 else ROUNDING
 
 
 def below_optimum(table, metrics):
@@ -1170,7 +1181,7 @@ def _below_optimum(table, metrics, cells):
     :data:`ROUNDING` of 0 (a run that reached the optimum; or the problem's own, its summary's
     ``attrs["rounding"]``: a float32 problem's records round in steps of 1.5e-8), else a computed ``f*`` that is
     not the minimum."""
-    rounding = max(ROUNDING, float(getattr(table, "attrs", {}).get("rounding", 0.0)))
+    rounding = _rounding_level(table)
     groups = [g for g in _GROUPS if g in table.columns]
     below = {}
     for m in metrics:
@@ -1436,7 +1447,7 @@ def biased_fixed_point(table, metric=None):
     groups = [g for g in _GROUPS if g in table.columns]
     shown = next((m for m in MEAN_MODEL_METRICS if m in table.columns  # (one it has values of: f - f* is NaN
                   and np.isfinite(_pd_numbers(table[m])).any()), None)  # where f* is not known)
-    floor = max(float(getattr(table, "attrs", {}).get("rounding", 0.0) or 0.0), ROUNDING)
+    floor = _rounding_level(table)
     values = _pd_numbers(table[shown]) if shown else np.full(len(table), math.nan)
     sections = {}
     for r, value in zip(table.itertuples(), values):

@@ -1277,6 +1277,36 @@ def test_a_float32_run_at_its_optimum_is_not_said_below_it():
     assert h.frame["suboptimality"].min() <= 0  # (it reached f* to float32 rounding: the case that warned)
 
 
+def test_an_optimum_off_on_data_in_small_units_is_said():
+    """The warning's bar was 1e-8 of max(1, |f*|): on data 1e-5 smaller (a start 3.8e-10 above f*) an f* off by
+    1e-13, 2.6e-4 of the start, was never said (helper 265). Relative to the data's units now; an exact f* is still
+    not said off."""
+    import warnings
+
+    from rowstoch_fast import objectives, run, topology
+    from rowstoch_fast.runner import Algorithm
+
+    base = objectives.LeastSquares.synthetic(8, samples_per_node=10, d=4, seed=3)
+    H, y = np.asarray(base.H).reshape(-1, 4) * 1e-5, np.asarray(base.y).reshape(-1) * 1e-5
+
+    class Off(objectives.LeastSquares):
+        delta = 0.0
+
+        def optimum(self):
+            best = super().optimum()
+            return best._replace(value=best.value + self.delta)
+
+    W = topology.ring(8, directed=False, weights="metropolis")
+    for delta, said in ((0.0, False), (1e-13, True)):
+        f = Off(H, y, 8)
+        f.delta = delta
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            h = run(Algorithm(W, 1e9, method="extra"), f, 3000, record_every=100, progress=False)
+        assert h.frame["suboptimality"].min() < 0  # (at f* to rounding, or below the f* off)
+        assert any("fell below the f*" in str(w.message) for w in caught) == said, [str(w.message) for w in caught]
+
+
 def test_build_takes_a_matrix_it_would_derive_as_given():
     """Helper 252: ``DecentralizedOptimizer(reps, "push-pull", A, C=my_C)`` met Python's "got multiple values for
     keyword argument 'C'" (``build`` derives C from A's graph): a C given is the one mixed with, none gives

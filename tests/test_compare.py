@@ -6282,6 +6282,12 @@ def test_a_suboptimality_below_zero_is_said_to_be_rounding(problem):
     assert "f - f* below 0 by more than 1e-12 (push-pull -1.00e-04): the f* the objective computed is not" in md
     table.insert(0, "graph", "ring")
     assert "(ring: push-pull -1.00e-04)" in report.to_markdown(table, ["suboptimality"])
+    # the problem's own level, not at least 1e-12: data in small units (a lasso's start 2.7e-10 above f*) had f*
+    # off by 1.4e-13 called rounding (helper 265)
+    table.loc[table["algorithm"] == "push-pull", "suboptimality"] = -1.4e-13
+    table.attrs["rounding"] = 6.6e-22
+    assert "f - f* below 0 by more than 6.6e-22 (ring: push-pull -1.40e-13)" in report.to_markdown(table,
+                                                                                                ["suboptimality"])
 
 
 def test_the_api_refuses_a_tracker_no_method_reads(problem):

@@ -13,26 +13,25 @@ just below the too large ones), the tuner searches there (:func:`_search`: the g
 and where it finds stable rates, runs a grid's worth of rates on from the first of them (:func:`_moved_grid`). The
 best candidate is then refined: the geometric midpoints with its neighbours (a quarter decade of the default grid)
 on either side and the points halfway to them (an eighth), and past the edge of what was tried when it is at the
-edge, in a second batched run, which also refines around the runner-up where it ends within :data:`RUNNER_UP` of
-the best (:func:`_around_runner_up`), and between the best and a stable neighbour a quarter step away where the
-refinement moved it there (:func:`_between_neighbours`); where the best then lies in a narrow valley (its
-neighbours end steeply above it: a method that converges linearly ends exponentially in its rate), or, where the
-tuning's trajectories are the evaluation's (gradients of the whole data, no draws: :func:`exact_tuning`), anywhere
-but on a plateau, the steps to them are halved, four times at most (:func:`_fine`; and where it and a neighbour that ends close to it lie
-between two such walls, their midpoint is tried: :func:`_between_walls`). Where the gradients or the messages are
-random and two streams cannot order the candidates (the relative standard error of their replicas'
+edge, in a second batched run, which also refines around the runner-up where it ends within :data:`RUNNER_UP` of the
+best (:func:`_around_runner_up`), and between the best and a stable neighbour a quarter step away where the
+refinement moved it there (:func:`_between_neighbours`); where the best then lies in a narrow valley (its neighbours
+end steeply above it: a method that converges linearly ends exponentially in its rate), or, where the tuning's
+trajectories are the evaluation's (gradients of the whole data, no draws: :func:`exact_tuning`), anywhere but on a
+plateau, the steps to them are halved, four times at most (:func:`_fine`; and where it and a neighbour that ends
+close to it lie between two such walls, their midpoint is tried: :func:`_between_walls`). Where the gradients or the
+messages are random and two streams cannot order the candidates (the relative standard error of their replicas'
 final values, pooled, at least :data:`CONFIRM_NOISE`), the contenders (:func:`contenders`: the best, the others
 within two standard errors of it, then its neighbours within a grid step) run again on as many more streams as that
 noise needs (:func:`confirm_repeats`; in runs no wider than the grid's), their messages drawn anew, are judged on
 all of them together (the "confirm" stages; the stability rule reading the median of their streams,
 :func:`typical_curve`), and the rate is chosen among them: the noise of two streams then no longer orders rates that
-an evaluation of many repetitions orders the other way (bench/RESULTS.md sections 34, 35). Where the fine
-refinement ran and the pooled noise confirms nothing, the valley's floor (the best and its neighbours that end
-close to it) still runs on more streams (:func:`_valley_floor`): two streams shared by every candidate that agree
-at one rate agree at all of them, and at the floor noise is the largest share of the final value. Where no
-candidate is stable on two noisy streams, the lowest-ending ones run on more the same way: one stable there is
-chosen, else the rate the method is shown at (:class:`NoStableRate`'s fallback) is the lowest-ending of them
-(section 36).
+an evaluation of many repetitions orders the other way (bench/RESULTS.md sections 34, 35). Where the fine refinement
+ran and the pooled noise confirms nothing, the valley's floor (the best and its neighbours that end close to it)
+still runs on more streams (:func:`_valley_floor`): two streams shared by every candidate that agree at one rate
+agree at all of them, and at the floor noise is the largest share of the final value. Where no candidate is stable
+on two noisy streams, the lowest-ending ones run on more the same way: one stable there is chosen, else the rate the
+method is shown at (:class:`NoStableRate`'s fallback) is the lowest-ending of them (section 36).
 
 No candidate is dropped before the end of the budget: a rate that is slow at first can be the best at the end (a
 biased method needs a small rate over the whole budget). Only a candidate that diverged stops costing anything.
@@ -55,7 +54,7 @@ from .._checks import MAX_KEY, as_float_array, check_positive_float, precision_o
 from .._files import atomic_write
 from .._progress import bar as progress_bar
 from ..errors import DivergenceError
-from ..objectives import Oracle, optimum_of
+from ..objectives import Oracle, optimum_of, value_noise
 from ..runner import GROWTH_WARNING, agreed_stop, build_replicas, initialize, record_metrics, round_schedule
 from ..network import draws, redrawn
 
@@ -109,42 +108,13 @@ CONVERGED = 1e-12
 #: at 1.1e-5 with one at 0), and :data:`CONVERGED` in float64 (2.2e-14 is below it). The suboptimality reads its
 #: loss's own rounding instead (:data:`VALUE_STEPS`).
 ROUNDING_STEPS = 100
-#: Steps of the loss's own rounding near f* (:func:`value_noise`) within which f(x_bar) - f* is at rounding: 4.
+#: Steps of the loss's own rounding near f* (:func:`~rowstoch_fast.objectives.value_noise`) within which
+#: f(x_bar) - f* is at rounding: 4.
 #: Float32 moved f(x_bar) between f* and one step (1.5e-8 at abs(f*) = 0.2; helper 117), and eleven exact methods
 #: over 3,000 rounds within one step of f* (bench/RESULTS.md 63a); 100 eps of the start (1.2e-5 at a start of 1)
 #: had tied CHOCO-SGD and DGD at 9e-6 with DIGing at 1.5e-8 and chosen their largest rates, 2.8-47.8x above their
 #: best (helper 138); ten steps still tied CHOCO-SGD at 2.5e-7 with its best, 1.9e-7 (1.31x).
 VALUE_STEPS = 4
-#: Points near x* at which :func:`value_noise` evaluates the loss (one batched pass over the data).
-NOISE_POINTS = 16
-
-
-def value_noise(objective, best):
-    """How far ``objective``'s loss, evaluated in its dtype as the records evaluate it, rounds away from f* near
-    its minimiser ``best.x``: the largest ``abs(f(x) - f*)`` over x* and :data:`NOISE_POINTS` points whose
-    coordinates lie within 4 eps of x*'s, relatively (a coordinate at 0 stays there: an L1 term's kink, a bound at
-    0), mapped by a composite objective's regularizer's prox with a step of eps (a box's other bounds), where the
-    loss is finite; and at least one step of ``abs(f*)`` (its ulp). The points' true distance from f* is of order
-    eps squared; what is left is the loss's rounding (its sum over the data included), the rounding of iterates
-    at x* in that dtype, and any offset between the dtype's f(x*) and f*. Perturbed in every coordinate, a float32
-    lasso with 399 of 400 coordinates at 0 had measured its kink, 700x its rounding, and a non-negative quadratic
-    with 13 of 20 at the bound one finite point in 17 (helper 140)."""
-    dtype = precision_of(objective)
-    eps = float(np.finfo(dtype).eps)
-    x = np.asarray(best.x, dtype=np.float64).reshape(-1)
-    X = x * (1.0 + eps * np.random.default_rng(0).uniform(-4.0, 4.0, (NOISE_POINTS, x.size)))  # (a 0 stays 0)
-    regularizer = getattr(objective, "regularizer", None)
-    if regularizer is not None:  # (back into a constraint that x* touches: a box's bound; an L1's shrink by eps)
-        try:
-            X = np.asarray(regularizer.prox(X, eps), dtype=np.float64)
-        except Exception:  # noqa: BLE001 - a Prox of the user's that refuses: the points left outside drop out
-            pass
-    X = np.vstack([x, X]).astype(dtype).reshape((NOISE_POINTS + 1,) + np.shape(best.x))
-    with np.errstate(all="ignore"):
-        values = np.asarray(objective.value_and_gradient_at(X)[0], dtype=np.float64)
-    values = values[np.isfinite(values)]  # (a point still outside a constraint: F = +inf there)
-    step = float(np.spacing(np.asarray(abs(float(best.value)), dtype=dtype)))
-    return max(float(np.abs(values - float(best.value)).max(initial=0.0)), step)
 
 
 def converged_for(objective, metric=None):
@@ -152,11 +122,11 @@ def converged_for(objective, metric=None):
     larger of :data:`CONVERGED` and :data:`ROUNDING_STEPS` times the eps of the objective's dtype (float64 where
     it has none); for the suboptimality, f(x_bar) - f*, the larger of :data:`CONVERGED` times the smaller of
     ``abs(f*)`` and its start ``f(x0) - f*``, and :data:`VALUE_STEPS` times its loss's rounding near f*
-    (:func:`value_noise`), over that start: the size of f near its minimum, not a start far from x* (from a start
-    3.98e5 above f* = 13.55, 1e-12 of the start, 4.0e-7, had tied FROST, still falling at 1.1e-10, with methods at
-    0 and 1.8e-15, "converged to rounding": helper 180), and the same fraction in any units of the data; where f*
-    is about 0 (data a model fits exactly) the measured rounding alone (helper 183: a cut to the start below 1e-6
-    of it had put the floor 1e4 times above an f* of 5.5e-5).
+    (:func:`~rowstoch_fast.objectives.value_noise`), over that start: the size of f near its minimum, not a start
+    far from x* (from a start 3.98e5 above f* = 13.55, 1e-12 of the start, 4.0e-7, had tied FROST, still falling at
+    1.1e-10, with methods at 0 and 1.8e-15, "converged to rounding": helper 180), and the same fraction in any units
+    of the data; where f* is about 0 (data a model fits exactly) the measured rounding alone (helper 183: a cut to
+    the start below 1e-6 of it had put the floor 1e4 times above an f* of 5.5e-5).
 
     In float32 the exact methods' suboptimality moved between 0 and 1.5e-8 (one rounding step of f(x_bar)):
     "unstable, climbed back 1.7e4x above its lowest level", and ranks given by one step (helper 117). A constant
