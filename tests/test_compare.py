@@ -401,6 +401,28 @@ def test_where_the_refinement_moves_the_best_a_quarter_step_from_a_neighbour_the
     assert lr == pytest.approx(0.00421696, rel=1e-5), record["stages"]
 
 
+def _scripted_stages(tuned, confirmed, spread):
+    """``(stage, scores, ends, arrival, finals, stages)`` for :func:`tuning._tune_stages` from a script: each rate's
+    score on the grid's two streams and their own final values (``tuned``, the nearest rate's), its score over all
+    its streams once confirmed (``confirmed``), the confirmation's streams ``spread`` apart; ``stages`` records each
+    stage's ``(name, rates, rep_offset, replicas)``."""
+    scores, ends, arrival, finals, stages = {}, {}, {}, {}, []
+
+    def nearest(table, lr):
+        return table[min(table, key=lambda r: abs(math.log(r / lr)))]
+
+    def stage(name, rates, rep_offset=0, replicas=2, may_set_aside=False):
+        stages.append((name, list(rates), rep_offset, replicas))
+        for lr in rates:
+            score, *own = nearest(tuned, lr)
+            if name == "confirm":
+                score = nearest(confirmed, lr)
+                own = finals[lr] + [score * (1.0 + spread * (q - 2.5) / 2.5) for q in range(replicas)]
+            scores[lr], ends[lr], finals[lr] = score, own[0] if math.isinf(score) else score, own
+
+    return stage, scores, ends, arrival, finals, stages
+
+
 def test_where_the_confirmation_moves_the_choice_a_quarter_step_from_a_neighbour_the_tuner_tries_between():
     """The confirmation chooses among rates two streams could not tell apart, the grid's runner-up among them, whose
     far neighbour the refinement had stepped to a quarter step away only: there the midpoints run on the grid's
@@ -415,17 +437,7 @@ def test_where_the_confirmation_moves_the_choice_a_quarter_step_from_a_neighbour
         0.0177828: (0.015, 0.018, 0.012), 0.00237137: (0.008, 0.0096, 0.0064), 0.00421696: (0.0045, 0.0054, 0.0036)}
     confirmed = {0.00316228: 0.004, 0.01: 0.0066, 0.00562341: 0.0047, 0.00749894: 0.0058, 0.0133352: 0.0085,
                  0.0316228: 0.026, 0.00237137: 0.0075, 0.00421696: 0.0036}
-    scores, ends, arrival, finals, stages = {}, {}, {}, {}, []
-
-    def stage(name, rates, rep_offset=0, replicas=2, may_set_aside=False):
-        stages.append((name, list(rates), rep_offset, replicas))
-        for lr in rates:
-            score, *own = tuned[min(tuned, key=lambda r: abs(math.log(r / lr)))]
-            if name == "confirm":
-                score = confirmed[min(confirmed, key=lambda r: abs(math.log(r / lr)))]
-                own = finals[lr] + [score * (1.0 + 0.2 * (q - 2.5) / 2.5) for q in range(replicas)]
-            scores[lr], ends[lr], finals[lr] = score, own[0] if math.isinf(score) else score, own
-
+    stage, scores, ends, arrival, finals, stages = _scripted_stages(tuned, confirmed, spread=0.2)
     method = cmp.make_plan(topology.star(16), LeastSquares.synthetic(16, samples_per_node=24, d=4, batch=4, seed=0),
                            "fedavg", 300).methods[0]
     record = {"replicas": 2, "stages": []}
@@ -685,17 +697,7 @@ def test_the_floor_of_a_narrow_valley_is_confirmed_where_two_streams_agree_every
         0.0205352: (0.010375, 0.010283, 0.01053), 0.0191095: (0.01387, 0.01367, 0.01393),
         0.0220673: (0.01044, 0.010312, 0.010238)}
     confirmed = {0.0205352: 0.01008, 0.0220673: 0.008954}  # (over all eight streams)
-    scores, ends, arrival, finals, stages = {}, {}, {}, {}, []
-
-    def stage(name, rates, rep_offset=0, replicas=2, may_set_aside=False):
-        stages.append((name, list(rates), rep_offset, replicas))
-        for lr in rates:
-            score, *own = tuned[min(tuned, key=lambda r: abs(math.log(r / lr)))]
-            if name == "confirm":
-                score = confirmed[lr]
-                own = finals[lr] + [score * (1.0 + 0.15 * (q - 2.5) / 2.5) for q in range(replicas)]
-            scores[lr], ends[lr], finals[lr] = score, own[0] if math.isinf(score) else score, own
-
+    stage, scores, ends, arrival, finals, stages = _scripted_stages(tuned, confirmed, spread=0.15)
     method = cmp.make_plan(topology.exponential(4), Quadratic.random(4, d=2, seed=0), "add-opt", 10).methods[0]
     record = {"replicas": 2, "stages": []}
     lr, _ = tuning._tune_stages(stage, scores, arrival, ends, finals, record, cmp.TUNE_GRID, method, None)
