@@ -366,91 +366,6 @@ def test_the_first_refinement_goes_around_the_runner_up_too(monkeypatch):
     assert 0.015 < lr < 0.022, record["stages"]
 
 
-def test_where_the_refinement_moves_the_best_a_quarter_step_from_a_neighbour_the_tuner_tries_between(monkeypatch):
-    """Helper 269: FedAvg on a star of 16 (mini-batches of 4, half of the clients a round): the grid's best 0.01
-    just ahead of 0.00316, the refinement moved the best to 0.00562, a quarter step above 0.00316, and 0.00422
-    between them was never tried; 0.00562 was chosen, 1.38x above 0.00365 over 12 repetitions. Where the best has a
-    stable neighbour further than an eighth step, the midpoint runs; not beside a rejected one (an edge of
-    stability), nor where the neighbours are an eighth step away, nor outside the grid's span."""
-    grid = (1e-4, 3.16228e-4, 1e-3, 3.16228e-3, 0.01, 0.0316228, 0.1, 0.316228, 1.0)
-    tried = {0.00316228: 0.0064, 0.00562341: 0.0040, 0.00749894: 0.0048, 0.01: 0.0061}
-    assert tuning._between_neighbours(0.00562341, tried, grid) == pytest.approx([0.00421696], rel=1e-5)
-    assert tuning._between_neighbours(0.00749894, tried, grid) == []  # (an eighth step each way)
-    assert tuning._between_neighbours(0.00562341, {**tried, 0.00316228: math.inf}, grid) == []  # (an edge)
-    assert tuning._between_neighbours(0.00562341, {0.00562341: 0.004, 0.01: 0.005}, (0.001, 0.00316, 0.01)) == \
-        pytest.approx([0.0074989], rel=1e-5)
-    assert tuning._between_neighbours(0.00562341, {0.00562341: 0.004}, grid) == []  # (no neighbour)
-
-    def fake(network, objective, method, rates, budget, metric, *, seed, repeats=1, rep_offset=0, **kw):
-        iterations = np.linspace(0, budget, 24)
-        columns = []
-        for lr in rates:  # (a lopsided bowl at 0.0042: steep below, shallow above; 0.01 ends below 0.00316)
-            u = math.log10(lr / 0.0042)
-            level = 3.5e-3 * (1 + (60.0 if u < 0 else 4.0) * u * u)
-            columns += [0.3 * np.exp(-iterations / 5.0) + level] * repeats
-        return iterations, np.stack(columns, axis=1)
-
-    monkeypatch.setattr(tuning, "trajectories", fake)
-    A = topology.star(16)
-    f = LeastSquares.synthetic(16, samples_per_node=24, d=4, batch=4, seed=0)
-    method = cmp.make_plan(A, f, "fedavg", 300).methods[0]
-    lr, record = tuning.tune(A, f, method, 300, "suboptimality", grid=grid)
-    names = [entry["name"] for entry in record["stages"]]
-    assert names[:3] == ["grid", "refine", "refine"], names
-    assert list(record["stages"][2]["scores"]) == pytest.approx([0.00421696], rel=1e-5)
-    assert lr == pytest.approx(0.00421696, rel=1e-5), record["stages"]
-
-
-def _scripted_stages(tuned, confirmed, spread):
-    """``(stage, scores, ends, arrival, finals, stages)`` for :func:`tuning._tune_stages` from a script: each rate's
-    score on the grid's two streams and their own final values (``tuned``, the nearest rate's), its score over all
-    its streams once confirmed (``confirmed``), the confirmation's streams ``spread`` apart; ``stages`` records each
-    stage's ``(name, rates, rep_offset, replicas)``."""
-    scores, ends, arrival, finals, stages = {}, {}, {}, {}, []
-
-    def nearest(table, lr):
-        return table[min(table, key=lambda r: abs(math.log(r / lr)))]
-
-    def stage(name, rates, rep_offset=0, replicas=2, may_set_aside=False):
-        stages.append((name, list(rates), rep_offset, replicas))
-        for lr in rates:
-            score, *own = nearest(tuned, lr)
-            if name == "confirm":
-                score = nearest(confirmed, lr)
-                own = finals[lr] + [score * (1.0 + spread * (q - 2.5) / 2.5) for q in range(replicas)]
-            scores[lr], ends[lr], finals[lr] = score, own[0] if math.isinf(score) else score, own
-
-    return stage, scores, ends, arrival, finals, stages
-
-
-def test_where_the_confirmation_moves_the_choice_a_quarter_step_from_a_neighbour_the_tuner_tries_between():
-    """The confirmation chooses among rates two streams could not tell apart, the grid's runner-up among them, whose
-    far neighbour the refinement had stepped to a quarter step away only: there the midpoints run on the grid's
-    streams and on the confirmation's, and the choice is among all of them on the same streams."""
-    inf = math.inf
-    tuned = {  # (score on streams 0 and 1, and each stream's final value: 20% apart, noise far above CONFIRM_NOISE)
-        1e-4: (0.9, 1.0, 0.8), 3.16228e-4: (0.6, 0.66, 0.54), 0.001: (0.3, 0.33, 0.27),
-        0.00316228: (0.0064, 0.0077, 0.0051), 0.01: (0.0061, 0.0073, 0.0049), 0.0316228: (0.025, 0.03, 0.02),
-        0.1: (0.09, 0.1, 0.08), 0.316228: (inf, 1.0, 2.0), 1.0: (inf, 3.0, 4.0), 3.16228: (inf, 5.0, 6.0),
-        10.0: (inf, 7.0, 8.0), 0.00177828: (0.02, 0.024, 0.016), 0.00562341: (0.0062, 0.0074, 0.005),
-        0.00749894: (0.0065, 0.0078, 0.0052), 0.0133352: (0.008, 0.0096, 0.0064),
-        0.0177828: (0.015, 0.018, 0.012), 0.00237137: (0.008, 0.0096, 0.0064), 0.00421696: (0.0045, 0.0054, 0.0036)}
-    confirmed = {0.00316228: 0.004, 0.01: 0.0066, 0.00562341: 0.0047, 0.00749894: 0.0058, 0.0133352: 0.0085,
-                 0.0316228: 0.026, 0.00237137: 0.0075, 0.00421696: 0.0036}
-    stage, scores, ends, arrival, finals, stages = _scripted_stages(tuned, confirmed, spread=0.2)
-    method = cmp.make_plan(topology.star(16), LeastSquares.synthetic(16, samples_per_node=24, d=4, batch=4, seed=0),
-                           "fedavg", 300).methods[0]
-    record = {"replicas": 2, "stages": []}
-    lr, _ = tuning._tune_stages(stage, scores, arrival, ends, finals, record, cmp.TUNE_GRID, method, None)
-    names = [name for name, *_ in stages]
-    assert names[:2] == ["grid", "refine"] and "fine" not in names and names[2] == "confirm", names
-    assert record["between"] == pytest.approx([0.00237137, 0.00421696], rel=1e-5)
-    first = names.index("refine", 2)  # (the midpoints: on the grid's streams, then on each of the confirmation's)
-    assert stages[first][2:] == (0, 2)
-    assert [s[2:] for s in stages[first + 1:]] == [s[2:] for s in stages[2:first]]
-    assert lr == pytest.approx(0.00421696, rel=1e-5)
-
-
 def test_where_every_rate_blew_up_the_tuner_searches_around_the_ones_that_lasted_longest(monkeypatch):
     """Helper 191: NIDS and Exact Diffusion on a torus of 49 with delays of 2 rounds and link noise blew up at every
     grid rate, the small ones late (whatever the rate), 0.1 and 0.316 sooner, 1 later than both its neighbours; no
@@ -697,7 +612,17 @@ def test_the_floor_of_a_narrow_valley_is_confirmed_where_two_streams_agree_every
         0.0205352: (0.010375, 0.010283, 0.01053), 0.0191095: (0.01387, 0.01367, 0.01393),
         0.0220673: (0.01044, 0.010312, 0.010238)}
     confirmed = {0.0205352: 0.01008, 0.0220673: 0.008954}  # (over all eight streams)
-    stage, scores, ends, arrival, finals, stages = _scripted_stages(tuned, confirmed, spread=0.15)
+    scores, ends, arrival, finals, stages = {}, {}, {}, {}, []
+
+    def stage(name, rates, rep_offset=0, replicas=2, may_set_aside=False):
+        stages.append((name, list(rates), rep_offset, replicas))
+        for lr in rates:
+            score, *own = tuned[min(tuned, key=lambda r: abs(math.log(r / lr)))]
+            if name == "confirm":
+                score = confirmed[lr]
+                own = finals[lr] + [score * (1.0 + 0.15 * (q - 2.5) / 2.5) for q in range(replicas)]
+            scores[lr], ends[lr], finals[lr] = score, own[0] if math.isinf(score) else score, own
+
     method = cmp.make_plan(topology.exponential(4), Quadratic.random(4, d=2, seed=0), "add-opt", 10).methods[0]
     record = {"replicas": 2, "stages": []}
     lr, _ = tuning._tune_stages(stage, scores, arrival, ends, finals, record, cmp.TUNE_GRID, method, None)

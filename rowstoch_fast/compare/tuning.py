@@ -13,25 +13,25 @@ just below the too large ones), the tuner searches there (:func:`_search`: the g
 and where it finds stable rates, runs a grid's worth of rates on from the first of them (:func:`_moved_grid`). The
 best candidate is then refined: the geometric midpoints with its neighbours (a quarter decade of the default grid)
 on either side and the points halfway to them (an eighth), and past the edge of what was tried when it is at the
-edge, in a second batched run, which also refines around the runner-up where it ends within :data:`RUNNER_UP` of the
-best (:func:`_around_runner_up`), and between the best and a stable neighbour a quarter step away where the
-refinement moved it there (:func:`_between_neighbours`); where the best then lies in a narrow valley (its neighbours
-end steeply above it: a method that converges linearly ends exponentially in its rate), or, where the tuning's
-trajectories are the evaluation's (gradients of the whole data, no draws: :func:`exact_tuning`), anywhere but on a
-plateau, the steps to them are halved, four times at most (:func:`_fine`; and where it and a neighbour that ends
-close to it lie between two such walls, their midpoint is tried: :func:`_between_walls`). Where the gradients or the
-messages are random and two streams cannot order the candidates (the relative standard error of their replicas'
+edge, in a second batched run, which also refines around the runner-up where it ends within :data:`RUNNER_UP` of
+the best (:func:`_around_runner_up`); where the best then lies in a narrow valley (its neighbours end steeply above it: a
+method that converges linearly ends exponentially in its rate), or, where the tuning's trajectories are the
+evaluation's (gradients of the whole data, no draws: :func:`exact_tuning`), anywhere but on a plateau, the steps to
+them are halved, four times at most (:func:`_fine`; and where it and a neighbour that ends close to it lie
+between two such walls, their midpoint is tried: :func:`_between_walls`). Where the gradients or the messages are
+random and two streams cannot order the candidates (the relative standard error of their replicas'
 final values, pooled, at least :data:`CONFIRM_NOISE`), the contenders (:func:`contenders`: the best, the others
 within two standard errors of it, then its neighbours within a grid step) run again on as many more streams as that
 noise needs (:func:`confirm_repeats`; in runs no wider than the grid's), their messages drawn anew, are judged on
 all of them together (the "confirm" stages; the stability rule reading the median of their streams,
 :func:`typical_curve`), and the rate is chosen among them: the noise of two streams then no longer orders rates that
-an evaluation of many repetitions orders the other way (bench/RESULTS.md sections 34, 35). Where the fine refinement
-ran and the pooled noise confirms nothing, the valley's floor (the best and its neighbours that end close to it)
-still runs on more streams (:func:`_valley_floor`): two streams shared by every candidate that agree at one rate
-agree at all of them, and at the floor noise is the largest share of the final value. Where no candidate is stable
-on two noisy streams, the lowest-ending ones run on more the same way: one stable there is chosen, else the rate the
-method is shown at (:class:`NoStableRate`'s fallback) is the lowest-ending of them (section 36).
+an evaluation of many repetitions orders the other way (bench/RESULTS.md sections 34, 35). Where the fine
+refinement ran and the pooled noise confirms nothing, the valley's floor (the best and its neighbours that end
+close to it) still runs on more streams (:func:`_valley_floor`): two streams shared by every candidate that agree
+at one rate agree at all of them, and at the floor noise is the largest share of the final value. Where no
+candidate is stable on two noisy streams, the lowest-ending ones run on more the same way: one stable there is
+chosen, else the rate the method is shown at (:class:`NoStableRate`'s fallback) is the lowest-ending of them
+(section 36).
 
 No candidate is dropped before the end of the budget: a rate that is slow at first can be the best at the end (a
 biased method needs a small rate over the whole budget). Only a candidate that diverged stops costing anything.
@@ -172,9 +172,6 @@ VALLEY_STAGES = 2
 #: ring ended 9.0e-4 at 0.0178, a narrow valley between the grid's 0.01 (1.07e-2 in the tuning) and its runner-up
 #: 0.0316 (3.7e-3), where the refinement around the best, 0.1 (2.4e-3), chose 0.133 (2.42e-3 in the evaluation: 2.70x).
 RUNNER_UP = 2.0
-#: Batched runs around the best where the refinement moved it a quarter step from a stable neighbour
-#: (:func:`_between_neighbours`): one brings its neighbours within an eighth step; a second where that one moved it.
-MOVED_STAGES = 2
 #: Steps of refinement past the grid's edge, one batched run each, while the best rate is the outermost tried.
 MAX_EXTENSIONS = 3
 #: And as many more (within :data:`SEARCH_DECADES` of the grid) while it ends :data:`EDGE_GAIN` times below its
@@ -1191,22 +1188,6 @@ def _around_runner_up(scores, best, grid):
     return [lr for lr in around if not (beside and low < lr < high)]
 
 
-def _between_neighbours(best, scores, grid):
-    """The geometric midpoints of ``best`` with each of its two neighbours among the rates tried (``scores``: their
-    scores, inf where rejected) that is stable and further than the first refinement's resolution from it (an
-    eighth of a decade on the default grid: a quarter of :func:`_grid_step`), within the grid's span. The first
-    refinement runs the eighth steps around the grid's best and the quarter steps around its runner-up and past
-    the edge; where one of those becomes the best, the valley between it and the neighbour a quarter step away had
-    not been tried (helper 269: FedAvg on a star of 16, mini-batches of 4, half of the clients a round, moved from
-    the grid's 0.01 to 0.00562, a quarter step above 0.00316; 0.00422 untried, 0.00562 was chosen and ended 1.38x
-    above 0.00365 over 12 repetitions). A neighbour that was rejected is an edge of stability, :func:`_fine`'s."""
-    tried = sorted(scores)
-    i, reach = tried.index(best), _grid_step(grid) ** 0.25 * (1 + 1e-3)  # (six digits a rate)
-    sides = [tried[j] for j in (i - 1, i + 1) if 0 <= j < len(tried) and math.isfinite(scores[tried[j]])]
-    return _distinct([float(f"{math.sqrt(best * lr):.6g}") for lr in sides
-                      if max(lr, best) / min(lr, best) > reach and _within_span(math.sqrt(best * lr), grid)], scores)
-
-
 def _midpoints(best, rates, tried):
     """The geometric midpoints of ``best`` with each of ``rates`` (six significant digits), those not in ``tried``."""
     return _distinct({float(f"{math.sqrt(best * lr):.6g}") for lr in rates}, tried)
@@ -1287,8 +1268,7 @@ def tune(network, objective, method, budget, metric, *, seed=0, backend="auto", 
         ``"set_aside": [{"streams": [first, end], "ends": {lr: where it ended}}]`` where a confirmation's draw on
         which every contender grew or diverged was set aside (:func:`_confirm`); ``"floor": {"rates", "noise"}``
         where the floor of a narrow valley was confirmed though the pooled noise asked for nothing
-        (:func:`_valley_floor`); ``"between": [lr, ...]`` where the confirmation moved the choice a quarter step
-        from a stable neighbour and the rates between them ran on its streams too (:func:`_between_confirmed`).
+        (:func:`_valley_floor`).
 
     Raises
     ------
@@ -1665,12 +1645,6 @@ def _tune_stages(stage, scores, arrival, ends, finals, record, grid, method, log
             break
         for part in _parts(more, _width(grid, record)):  # (no wider than the memory checked)
             stage("refine" if extension == 0 else "past the edge", part)
-    for _ in range(MOVED_STAGES):  # (the refinement moved the best a quarter step from a stable neighbour)
-        stable = {lr: s for lr, s in scores.items() if math.isfinite(s)}
-        more = _between_neighbours(_best(stable, arrival), scores, grid) if stable else []
-        if not more:
-            break
-        stage("refine", more)
     for _ in range(VALLEY_STAGES if exact and refined else 0):  # (the stretches and edges the refinement drew)
         stable = {lr: s for lr, s in scores.items() if math.isfinite(s)}
         more = _around_valleys(scores, _best(stable, arrival), refined, grid) if stable else []
@@ -1714,8 +1688,6 @@ def _tune_stages(stage, scores, arrival, ends, finals, record, grid, method, log
             # the rates around the best of those: :func:`_around_retested`)
             stable = ({lr: scores[lr] for lr in rivals if math.isfinite(scores[lr])}
                       or _around_retested(stage, scores, ends, arrival, before, rivals, judged, record, grid))
-            if stable and "retested" not in record:
-                stable = _between_confirmed(stage, scores, ends, arrival, stable, judged, record, grid)
     elif record.get("replicas", 1) > 1:
         # no rate stable on two streams that cannot tell: the lowest-ending rates run on more streams, judged on
         # all of them (a noisy good rate can look unstable or without progress on two; and where none is stable
@@ -2137,27 +2109,6 @@ def _around_retested(stage, scores, ends, arrival, before, rivals, judged, recor
             stage("confirm", part, rep_offset=offset, replicas=count)
     record["retested"]["refined"] = more
     return {**stayed, **{lr: scores[lr] for lr in more if math.isfinite(scores[lr])}}
-
-
-def _between_confirmed(stage, scores, ends, arrival, stable, judged, record, grid):
-    """``stable`` (the contenders' scores on every stream of their confirmation) with the rates between the best of
-    them and a stable neighbour a quarter step away (:func:`_between_neighbours`), where the confirmation moved the
-    choice there: run on the grid's streams, then on each draw of ``judged`` (the confirmation's ``(rep_offset,
-    replicas)``) while they have not diverged (``ends``), they are judged on the same streams as the contenders
-    (``record["between"]``: the rates run). The confirmation chooses among rates two streams could not tell apart,
-    the grid's runner-up among them, whose neighbour on its far side the refinement had stepped to a quarter step
-    away only (helper 269's FedAvg: the grid's 0.00316 chosen on the confirmation would have had 0.00178 beside it)."""
-    more = _between_neighbours(_best(stable, arrival), scores, grid)
-    if not more:
-        return stable
-    stage("refine", more)
-    for offset, count in judged:
-        alive = [lr for lr in more if math.isfinite(ends.get(lr, math.inf))]
-        if not alive:
-            break
-        stage("confirm", alive, rep_offset=offset, replicas=count)
-    record["between"] = more
-    return {**stable, **{lr: scores[lr] for lr in more if math.isfinite(scores[lr])}}
 
 
 def _failed_on(iterations, values, rates, replicas, converged=CONVERGED):
