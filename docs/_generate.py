@@ -177,12 +177,14 @@ def _default_cell(default):
         return f"`{str(default).lower()}`"
     if isinstance(default, (list, tuple)):
         return "`[" + ", ".join(f'"{v}"' if isinstance(v, str) else str(v) for v in default) + "]`"
+    if isinstance(default, str) and re.fullmatch(r"[-+]?\d+(\.\d*)?([eE][-+]?\d+)?", default):
+        return f"`{default}`"  # (a number the option takes as text: --loss's "0")
     return f'`"{default}"`' if isinstance(default, str) else f"`{default}`"
 
 
 def toml_keys():
-    """guide/_toml_keys.md: every table and key of an experiment file, its type, the option it stands for and what
-    it does (that option's help)."""
+    """guide/_toml_keys.md: every table and key of an experiment file, its type, its default (the option's), the
+    option it stands for and what it does (that option's help)."""
     from rowstoch_fast import config
 
     helps = _option_help()

@@ -157,6 +157,7 @@ def test_every_algorithm_writes_its_equations_as_math(cls):
     literal = re.findall(r"^(?! *\.\. )[^\n]*::\n\n((?: {4,}.*\n?|\n)+)", doc, re.M)  # (literal blocks, no directive)
     assert not [b for b in literal if re.search(r"_\{?[a-z0-9+-]+\}? *=|=.*\blr\b|<-", b)], cls.__name__
 
+
 def test_the_generated_table_gives_each_keys_default():
     # (they had been in --help alone, helper 266)
     table = _docs_generator().toml_keys()

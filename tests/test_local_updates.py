@@ -339,10 +339,12 @@ def test_dinno_on_scaled_weights_is_the_unweighted_dinno():
 
 
 def test_a_budget_past_what_a_run_counts_names_local_steps_only_where_there_are_any():
-    # (dsgd had been told to lower "its local_steps", helper 266)
+    # (dsgd had been told to lower "its local_steps", helper 266; NIDS, whose first iteration is silent, too,
+    # helper 271)
     from rowstoch_fast import compare as cmp
 
     A, f = topology.ring(8, directed=False, weights="metropolis"), LeastSquares.synthetic(8, seed=0)
-    for method, advice in (("dsgd", "lower the budget"), ("local-dsgd", "lower the budget or its local_steps")):
+    for method, advice in (("dsgd", "lower the budget"), ("nids", "lower the budget"),  # (its silent first step)
+                           ("local-dsgd", "lower the budget or its local_steps")):
         with pytest.raises(ValueError, match=rf"more than the 2\^62 a run counts; {advice}$"):
             cmp.make_plan(A, f, method, 2**63 - 1).methods[0].iterations(2**63 - 1)

@@ -320,7 +320,8 @@ def _checked_options(args, root):
         dropped.setdefault(why, []).append(f"[communication] {args.file_communication[option]}" if option in
                                            args.file_communication else args.file_keys.get(option, option))
     for why, keys in dropped.items():
-        print(f"rowstoch: note: {' and '.join(keys)} of {args.file_name} {'is' if len(keys) == 1 else 'are'} not "
+        keys = ", ".join(keys[:-1]) + " and " + keys[-1] if len(keys) > 1 else keys[0]
+        print(f"rowstoch: note: {keys} of {args.file_name} {'is' if ' and ' not in keys else 'are'} not "
               f"read {why}: dropped (the command line wins)", file=sys.stderr)
     return SimpleNamespace(settings=settings, metrics=metrics, x_axis=x_axis, cost=cost, formats=formats, jobs=jobs,
                            progress=progress, topologies=topologies)
@@ -792,6 +793,9 @@ def _read_experiment_file(args):
                     del table[key]
                     replaced.append((option, f"[algorithms.{name}] {key}"))
     args.replaced_keys = replaced
+    if args.file_defaults and not _file_reads_its_keys(args, options, flag_of, written):  # (a file that leaves a key
+        # unread by itself: refused as before, naming the key, whatever the command line writes; helper 271)
+        args.file_defaults = {}
     if "--algorithms" not in args.given:
         args.algorithms = ",".join(algorithms)
         args.file_keys["--algorithms"] = "[algorithms]"
@@ -800,6 +804,34 @@ def _read_experiment_file(args):
         chosen = {name.strip() for name in (args.algorithms or "").split(",")}
         args.unused_tables = [f"[algorithms.{name}]" for name in raw.get("algorithms", {}) if name not in chosen]
     return algorithms
+
+
+def _file_reads_its_keys(args, options, flag_of, written):
+    """Whether the experiment file's own choices read every key it sets: ``args`` with each option the command line
+    wrote (``written``) put back to the file's value (``options``, by destination; ``flag_of`` its option) or, where
+    the file set none, to the command's default, checked by the rules that refuse an unread option (the problem's,
+    the network layers', ``--cost-weights``'). Only then may :func:`._common.dropped_unread` drop a key that a
+    choice of the command line leaves unread: a file's ``k`` without a ``compress``, its ``samples_per_node`` beside
+    the same ``--objective`` it names, its ``topology`` beside its own ``matrix`` had been dropped as if the command
+    line had replaced their choice (helper 271)."""
+    import argparse
+
+    from .parser import make_parser
+
+    compare = make_parser()._subparsers._group_actions[0].choices["compare"]
+    defaults = {a.dest: a.default for a in compare._actions}
+    alone = argparse.Namespace(**vars(args))
+    for dest in defaults:
+        if flag_of(dest) in written:
+            setattr(alone, dest, options[dest] if dest in options else defaults[dest])
+    alone.given = {flag_of(dest) for dest in options}
+    alone.file_defaults = {}  # (refused, not dropped)
+    try:
+        _refuse_unread(alone, _problem_rules(alone))
+        network_options.settings(alone, alone.given)
+    except Exception:  # noqa: BLE001 - a key unread, or a value refused: the file alone is not sound
+        return False
+    return (alone.x == "cost") == (alone.cost_weights is not None)
 
 
 def _file_relative(value, path):
