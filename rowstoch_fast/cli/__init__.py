@@ -147,6 +147,9 @@ def _main(argv):
     # the options written out (abbreviations are off, so each appears as itself)
     args.given = {str(token).split("=", 1)[0] for token in argv if str(token).startswith("--")}
     args.parsed = parsed_settings(args)  # (what the ranks compare: the parse and the options written, not the words)
+    command = parser._subparsers._group_actions[0].choices.get(getattr(args, "command", None))
+    args.command_defaults = {a.dest: a.default for a in command._actions} if command is not None else {}  # (what a
+    # command reads of them: an experiment file's soundness, cli.compare._file_reads_its_keys)
     undo_logging = configure_logging(args)
     _created.clear()
     with _Terminated() as terminated:  # every command: SIGTERM (a job scheduler's) ends it as Ctrl-C does
