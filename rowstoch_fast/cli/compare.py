@@ -810,10 +810,10 @@ def _file_reads_its_keys(args, options, flag_of, written):
     """Whether the experiment file's own choices read every key it sets: ``args`` with each option the command line
     wrote (``written``) put back to the file's value (``options``, by destination; ``flag_of`` its option) or, where
     the file set none, to the command's default, checked by the rules that refuse an unread option (the problem's,
-    the network layers', ``--cost-weights``'; False where the defaults are not known). Only then may :func:`._common.dropped_unread` drop a key that a
-    choice of the command line leaves unread: a file's ``k`` without a ``compress``, its ``samples_per_node`` beside
-    the same ``--objective`` it names, its ``topology`` beside its own ``matrix`` had been dropped as if the command
-    line had replaced their choice (helper 271)."""
+    the network layers', ``--cost-weights``'; False where the defaults are not known). Only then may
+    :func:`._common.dropped_unread` drop a key that a choice of the command line leaves unread: a file's ``k``
+    without a ``compress``, its ``samples_per_node`` beside the same ``--objective`` it names, its ``topology``
+    beside its own ``matrix`` had been dropped as if the command line had replaced their choice (helper 271)."""
     import argparse
 
     defaults = getattr(args, "command_defaults", None)  # (the parser's: cli.main sets them)
