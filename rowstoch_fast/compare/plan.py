@@ -8,7 +8,6 @@ goes. :func:`make_plan` validates every argument and names the first that is wro
 
 from __future__ import annotations
 
-import inspect
 import json
 import math
 import os
@@ -225,8 +224,7 @@ class Method:
         for a local-update method: its class's :meth:`~rowstoch_fast.algorithms.Optimizer.iterations_for`)."""
         iterations = max(1, REGISTRY[self.method].iterations_for(budget, self.rounds, self.options))
         if iterations > MAX_ROUNDS:  # (a local_steps of 10^20 ran towards 4e21 iterations, never ending)
-            steps = " or its local_steps" if "local_steps" in inspect.signature(REGISTRY[self.method]).parameters \
-                else ""
+            steps = " or its local_steps" if "local_steps" in REGISTRY[self.method].hyper else ""
             raise ValueError(f"{self.label}: a budget of {budget} rounds is {iterations} of its iterations, more than "
                              f"the 2^62 a run counts; lower the budget{steps}")  # (helper 266: dsgd had been
             # told of local steps it has none of)
