@@ -1303,7 +1303,8 @@ def test_an_optimum_off_on_data_in_small_units_is_said():
         with warnings.catch_warnings(record=True) as caught:
             warnings.simplefilter("always")
             h = run(Algorithm(W, 1e9, method="extra"), f, 3000, record_every=100, progress=False)
-        assert h.frame["suboptimality"].min() < 0  # (at f* to rounding, or below the f* off)
+        assert h.frame["suboptimality"].min() < (-0.5 * delta if said else 1e-20)  # (below the f* off; else at f*
+        # to rounding, on either side of it as the compiler rounds)
         assert any("fell below the f*" in str(w.message) for w in caught) == said, [str(w.message) for w in caught]
 
 
