@@ -637,3 +637,26 @@ def test_a_comparisons_repetitions_draw_their_own_clients():
     assert not REGISTRY["fedavg"].draws_for({"participation": 1.0})
     assert not REGISTRY["fedpd"].draws_for({"participation": 0.5, "skip_probability": 0.5})  # (coins set its
     # iterations, which the repetitions share)
+
+
+def test_a_tunings_streams_draw_their_own_clients(tmp_path):
+    # (one batched run of every replica had drawn one schedule of clients for all: a confirmation on 30 streams rested
+    # on one draw of them, and FedAvg chose a rate 1.38x above the best, helper 269)
+    import glob
+
+    from rowstoch_fast import topology
+    from rowstoch_fast.compare import make_plan, tuning
+    from rowstoch_fast.objectives import LeastSquares
+
+    A = topology.ring(8, directed=False, weights="metropolis")
+    f = LeastSquares.synthetic(8, samples_per_node=8, d=4, seed=1, batch=2)
+    method = make_plan(A, f, "fedavg", 40, hyper={"fedavg": {"participation": 0.25}}).methods[0]
+    kw = dict(seed=7, checkpoint=str(tmp_path / "fedavg.tuning-0.npz"), keep=True)
+    _, both = tuning.trajectories(A, f, method, [0.01, 0.05], 40, "suboptimality", repeats=3, rep_offset=2, **kw)
+    for q in range(3):  # (stream 2 + q of each rate: a run of its own, on the method redrawn by 2 + q)
+        _, alone = tuning.trajectories(A, f, method, [0.01, 0.05], 40, "suboptimality", seed=7, rep_offset=2 + q)
+        np.testing.assert_array_equal(both[:, [q, 3 + q]], alone)
+    assert len(set(both[-1, :3])) == 3  # (three draws of the clients; one of them had been shared by all)
+    assert len(glob.glob(str(tmp_path / "*.done.npz"))) == 3  # (each stream's trajectories kept, and forgotten)
+    tuning._remove_stage(kw["checkpoint"])
+    assert not list(tmp_path.iterdir())

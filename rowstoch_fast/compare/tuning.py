@@ -39,6 +39,7 @@ biased method needs a small rate over the whole budget). Only a candidate that d
 
 from __future__ import annotations
 
+import glob
 import json
 import math
 import os
@@ -833,7 +834,18 @@ def trajectories(network, objective, method, rates, budget, metric, *, seed, rep
     of the budget where :data:`CHECKPOINT_SECONDS` passed since the last save, and when it is interrupted (Ctrl-C,
     SIGTERM), and a run of the same candidates goes on from it. With ``keep`` too, the finished run's trajectories
     are kept beside it (``.done.npz``, written before the checkpoint is removed; :func:`tune` removes them when it
-    ends) and a run of the same candidates returns them (the root's copy, on every process) instead of running."""
+    ends) and a run of the same candidates returns them (the root's copy, on every process) instead of running.
+
+    A method that draws of its own (:attr:`~rowstoch_fast.compare.plan.Method.draws`: a federated method's
+    clients) runs each stream on a draw of its own, as the evaluation runs repetition ``r`` on ``seed + r``: one run
+    a stream (:func:`_draw_by_draw`), stream ``rep_offset + q`` on the method and the network redrawn by
+    ``TUNE_SEED_OFFSET + rep_offset + q`` (one run of every replica had shared one schedule of clients, so that
+    a confirmation on 30 streams had rested on one draw of them: helper 269's FedAvg chose a rate 1.38x above the
+    best)."""
+    if repeats > 1 and getattr(method, "draws", False):
+        return _draw_by_draw(network, objective, method, rates, budget, metric, seed=seed, repeats=repeats,
+                             backend=backend, points=points, checkpoint=checkpoint, keep=keep, rep_offset=rep_offset,
+                             progress=progress, desc=desc)
     method = method.redrawn(TUNE_SEED_OFFSET + rep_offset)  # (its own draws too: no repetition's)
     T = method.iterations(budget)
     entry, metric = metric, getattr(metric, "name", metric)  # (an extra metric: its Metric, recorded by name)
@@ -845,6 +857,26 @@ def trajectories(network, objective, method, rates, budget, metric, *, seed, rep
     with agreed_stop(algo.backend, T) as agreed:  # (under MPI a signal stops every process at one iteration)
         return _trajectories(agreed, algo, objective, T, due, fingerprint, entry, metric, seed, repeats, rep_offset,
                              checkpoint, keep, lr, (progress, desc))
+
+
+def _draw_by_draw(network, objective, method, rates, budget, metric, *, repeats, checkpoint, rep_offset, desc,
+                  **kw):
+    """:func:`trajectories` of a method that draws of its own, one run of every rate a stream (each on its own draw),
+    put together as one run's (replica ``c * repeats + q``: the ``q``-th of rate ``c``); the checkpoints and kept
+    trajectories of stream ``q`` beside ``checkpoint`` (:func:`_draw_path`), so that an interruption loses only the
+    stream it stopped in."""
+    runs = [trajectories(network, objective, method, rates, budget, metric, repeats=1, rep_offset=rep_offset + q,
+                         checkpoint=_draw_path(checkpoint, q),
+                         desc=desc and f"{desc} [draw {q + 1} of {repeats}]", **kw) for q in range(repeats)]
+    iterations, values = runs[0][0], [v for _, v in runs]
+    if any(v is None for v in values):  # (under MPI the root holds them)
+        return iterations, None
+    return iterations, np.stack(values, axis=2).reshape(len(iterations), len(rates) * repeats)
+
+
+def _draw_path(path, q):
+    """The checkpoint of stream ``q`` of a run that draws of its own (:func:`_draw_by_draw`) beside ``path``."""
+    return path and f"{path[:-len('.npz')]}.draw-{q}.npz"
 
 
 def _trajectories(agreed, algo, objective, T, due, fingerprint, entry, metric, seed, repeats, rep_offset, checkpoint,
@@ -2257,11 +2289,15 @@ def _save_stage(path, fingerprint, iterations, values):
 
 
 def _remove_stage(path):
+    """Remove the kept trajectories of the stage whose checkpoint is ``path``, and those of its streams where it ran
+    them one at a time (:func:`_draw_by_draw`)."""
     if path:
-        try:
-            os.remove(_stage_path(path))
-        except FileNotFoundError:
-            pass
+        prefix = glob.escape(path[:-len(".npz")])
+        for file in [_stage_path(path)] + glob.glob(prefix + ".draw-*.done.npz"):
+            try:
+                os.remove(file)
+            except FileNotFoundError:
+                pass
 
 
 def _best(scores, arrival=None):
