@@ -189,6 +189,10 @@ def test_the_tuner_runs_one_replica_a_rate_where_replicas_would_not_differ(monke
     assert tuning.replicas_per_rate(A, noisy, method) == tuning.TUNE_REPEATS == 2
     assert tuning.replicas_per_rate(A, exact, Method("gt-saga", "gt-saga", 1, {})) == 2
     assert tuning.replicas_per_rate(Compressed(A, "qsgd", bits=4), exact, method) == 2
+    fedavg = Method("fedavg", "fedavg", 1, {"participation": 0.5})  # (each replica on a draw of the clients of its
+    # own: one had rested the grid on one draw, and FedDyn chose a rate 1.23x above the best, helper 269)
+    assert tuning.replicas_per_rate(8, exact, fedavg) == 2
+    assert tuning.replicas_per_rate(8, exact, Method("fedavg", "fedavg", 1, {})) == 1
 
 def test_the_bytes_of_a_comparison_are_one_runs_whatever_the_repetitions(problem):
     """The repetitions run as replicas of one stepper, each of whose messages carries every replica's values: the

@@ -1264,8 +1264,10 @@ def replicas_per_rate(network, objective, method):
     run the same trajectory (their mean is then each of them, to the bit): gradients that ignore their stream
     (:attr:`~rowstoch_fast.objectives.Objective.stream_free`), a method of batch gradients (not per-sample draws),
     over a network whose rounds draw nothing per replica (no message layer: compression and noise draw per value,
-    so per replica; losses and sleep are drawn per link, the same for every replica)."""
-    same = getattr(objective, "stream_free", False) and _batch_gradients(method) and not hasattr(network, "encode")
+    so per replica; losses and sleep are drawn per link, the same for every replica), by a method that draws
+    nothing of its own (a federated method's clients: each stream draws its own, :func:`trajectories`)."""
+    same = getattr(objective, "stream_free", False) and _batch_gradients(method) and not hasattr(network, "encode") \
+        and not getattr(method, "draws", False)
     return 1 if same else TUNE_REPEATS
 
 
