@@ -107,22 +107,36 @@ def value_noise(objective, best):
 
 def _check_own_value(objective, best, value):
     """An ``optimum()`` of the user's: its ``value`` should be ``f(x)`` at its ``x``; a RuntimeWarning (once per
-    optimum) where they differ by more than rounding of the objective's dtype relative to ``max(1, |f(x)|)``. One
-    0.5 below f(x*) (a constant term dropped) set every suboptimality 0.5 too high: the tuner and the ranks worked
-    on a metric saturated at 0.5, unsaid (one too high is seen as records below f*). A warning, not a refusal: a
-    loss of large terms that cancel at x* (f* = 0 at |x*| = 1e5) rounds its f(x) further than that. Skipped where
-    the objective has no loss to evaluate."""
+    optimum) where they differ by more than rounding of the objective's dtype (:func:`value_rounding`) relative to
+    the larger of ``|f(x)|`` and the default start's ``f(0) - f(x)``, at most 1, and by more than four times the
+    loss's measured rounding around ``f(x)`` (:func:`value_noise`: a loss of large terms that cancel at x*, f* = 0
+    at ``|x*| = 1e5``, rounds its f(x) further). One 0.5 below f(x*) (a constant term dropped) set every
+    suboptimality 0.5 too high: the tuner and the ranks worked on a metric saturated at 0.5, unsaid (one too high
+    is seen as records below f*); relative to ``max(1, |f(x)|)`` alone, data in small units (a start 1e-6 above
+    f*) hid one off by 1e-8 of its own units. A warning, not a refusal. Skipped where the objective has no loss to
+    evaluate."""
+    x = np.asarray(best.x, dtype=np.float64)
     try:
-        f_x = float(objective.value_and_gradient_at(np.asarray(best.x, dtype=np.float64))[0])
+        f_x = float(objective.value_and_gradient_at(x)[0])
     except NotImplementedError:
         return
-    if math.isfinite(f_x) and abs(value - f_x) > value_rounding(objective) * max(1.0, abs(f_x)):
-        import warnings
+    off, rounding = abs(value - f_x), value_rounding(objective)
+    if not math.isfinite(f_x) or off <= rounding * abs(f_x):  # (a value of its own that is f(x): one pass)
+        return
+    try:  # (the default start's suboptimality, and the loss's rounding around f(x): passes of their own)
+        f_0 = float(objective.value_and_gradient_at(np.zeros_like(x))[0])
+        start = f_0 - f_x if math.isfinite(f_0) and f_0 > f_x else 1.0
+        noise = value_noise(objective, best._replace(value=f_x)) if off > rounding * min(start, 1.0) else 0.0
+    except Exception:  # noqa: BLE001 - a loss of the user's that refuses them: the bar of max(1, |f(x)|)
+        start, noise = 1.0, 0.0
+    if off <= rounding * max(abs(f_x), min(start, 1.0)) or off <= 4.0 * noise:
+        return
+    import warnings
 
-        warnings.warn(f"{type(objective).__name__}.optimum()'s value f* = {value!r} is not f(x*) = {f_x!r} at its "
-                      f"minimiser (off by {value - f_x:.3g}): every suboptimality f(x_bar) - f* is off by as much; "
-                      f"return Optimum(x, f(x)), or override _solve() and let optimum() compute f*", RuntimeWarning,
-                      stacklevel=3)
+    warnings.warn(f"{type(objective).__name__}.optimum()'s value f* = {value!r} is not f(x*) = {f_x!r} at its "
+                  f"minimiser (off by {value - f_x:.3g}): every suboptimality f(x_bar) - f* is off by as much; "
+                  f"return Optimum(x, f(x)), or override _solve() and let optimum() compute f*", RuntimeWarning,
+                  stacklevel=3)
 
 
 def _check_minimiser(objective, x):

@@ -1075,6 +1075,31 @@ def test_an_optimum_of_ones_own_whose_value_is_not_f_at_its_minimiser_is_warned_
         assert optimum_of(f).value == optimum_of(f).value and len(calls) == 3  # (its own two, and the check once)
 
 
+@pytest.mark.parametrize("shift, warned", [(5e-9, True), (1e-20, False)])
+def test_an_optimum_of_ones_own_off_in_the_datas_small_units_is_warned_about(shift, warned):
+    """Data in small units (f and its start 1e-6 in size): an f* off by 5e-9 is 0.5% of every suboptimality at the
+    start, and had been under the bar of 1e-8 x max(1, |f|); rounding is still not warned about."""
+    import warnings
+
+    from rowstoch_fast.objectives import Optimum, optimum_of
+
+    class Small(Quadratic):
+        def value_and_gradient_at(self, x):
+            value, gradient = Quadratic.value_and_gradient_at(self, x)
+            return value * 1e-6, gradient * 1e-6
+
+        def optimum(self):
+            x = Quadratic._solve(self)
+            return Optimum(x, float(self.value_and_gradient_at(x)[0]) - shift)
+
+    f = Small.random(8, 3, seed=0)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        optimum_of(f)
+    said = [str(w.message) for w in caught if "is not f(x*)" in str(w.message)]
+    assert len(said) == warned and (not warned or "off by -5e-09" in said[0])
+
+
 def test_an_oracle_s_nodes_are_checked_as_the_objective_s():
     """Helper 185: ``oracle(nodes=[1.5])`` read node 1, ``nodes=[True, False]`` (a mask, it seemed) nodes 1 and 0,
     and ``nodes="ab"`` failed in ``int()`` without naming the argument. They are the objective's node ids, checked

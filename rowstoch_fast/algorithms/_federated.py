@@ -59,9 +59,10 @@ the end of a round's local steps from the server model :math:`s` they were sent.
 The choice of clients is keyed on the method's ``seed``, not on the replica or the run's seed: the replicas of one
 optimizer (``rf.run``'s repetitions) share it. ``rowstoch compare`` runs repetition ``r`` of a method that draws
 (:meth:`draws_for`: ``participation`` below 1) one at a time on ``seed + r``, as it runs it on a network redrawn by
-``r``, and its tuner on seeds of its own, so that the repetitions' spread covers the clients' draws (they had all
-drawn the same clients: the table said ``+- 0`` where the draw moved the final value 6x, helper 266). A round counts as one communication round; :meth:`traffic`
-counts an upload and a download per chosen client (of the blocks a method sends).
+``r``, and each stream of its tuner on a seed of its own (one run a stream), so that the repetitions' spread covers
+the clients' draws (they had all drawn the same clients: the table said ``+- 0`` where the draw moved the final value
+6x, helper 266). A round counts as one communication round; :meth:`traffic` counts an upload and a download per
+chosen client (of the blocks a method sends).
 
 The client selection is the method's own (a hyperparameter), not a network layer: a federated method has no
 mixing matrix (:attr:`matrices` is empty, as for the centralized baseline), so the network models of
