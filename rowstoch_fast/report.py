@@ -372,6 +372,15 @@ def _require_cost(frame):
         raise ValueError("x = 'cost' needs the records' cost column: report.with_cost(frame, weights) first")
 
 
+def by_record(runs, column):
+    """One method's records ``runs`` grouped record by record for a curve over ``column``: by ``iteration`` where
+    the records have it (each repetition's record of an iteration together, at the mean of their ``column``: the
+    gradients, messages, bytes or seconds of repetitions that drew other clients or links differ, and grouped by
+    their own value they had never met, the mean line a sawtooth through the repetitions' points, helper 273), by
+    ``column`` otherwise."""
+    return runs.groupby("iteration" if "iteration" in runs.columns else column, sort=True)
+
+
 def draw(ax, frame, metric, x="rounds"):
     """One line per algorithm of ``frame``: the mean of ``metric`` over repetitions against ``x``, a band of one
     standard deviation (within the repetitions' range: on a log panel the mean minus one standard deviation can
@@ -451,12 +460,17 @@ def draw(ax, frame, metric, x="rounds"):
         margin = 0.1 * (top - bottom) or 0.1 * max(abs(top), 1.0)
         floor, high = bottom - margin, top + margin
     for i, (name, runs) in enumerate(frame.groupby("algorithm", sort=False)):
-        g = runs.groupby(column, sort=True)[metric]
+        records = by_record(runs, column)
+        g = records[metric]
         with np.errstate(invalid="ignore", over="ignore"):
             mean, std = g.mean(), g.std(ddof=1).fillna(0)
             lowest, highest = g.min().to_numpy(dtype=np.float64), g.max().to_numpy(dtype=np.float64)
-        xs, ys = mean.index.to_numpy(dtype=np.float64), mean.to_numpy(dtype=np.float64)
+            xs = records[column].mean().to_numpy(dtype=np.float64)
+        ys = mean.to_numpy(dtype=np.float64)
         out = ~np.isfinite(ys) | (ys > high)
+        out[:int(np.argmax(np.isfinite(ys))) if np.isfinite(ys).any() else len(ys)] = False  # (a metric without a
+        # value before the first round ends, the clients' drift: its line starts there; it had been cut before its
+        # first point, and marked as a run that left the panel, helper 273)
         cut = int(np.argmax(out)) if out.any() else len(ys)  # drawn up to where it leaves the panel
         status = runs["status"].iloc[0] if "status" in runs.columns else (
             "diverged" if runs["diverged"].iloc[0] else "ok")

@@ -56,7 +56,8 @@ from .objectives import optimum_of
 
 __all__ = ["Metric", "MetricState", "register_metric", "unregister_metric", "registered_metrics",
            "load_metrics_module", "resolve_metrics", "higher_is_better", "linear_scale", "NODE_STATISTICS",
-           "NODE_QUANTITIES", "FEDERATED_METRICS", "CALL_METRICS", "MESSAGE_METRICS", "COUNTS", "RESERVED"]
+           "NODE_QUANTITIES", "FEDERATED_METRICS", "CALL_METRICS", "MESSAGE_METRICS", "COUNTS", "UNRANKED",
+           "RESERVED"]
 
 #: Columns of a run's records and of a comparison's frame and tables that no metric may be named (beside the
 #: built-in metrics, :data:`rowstoch_fast.runner.METRICS`, and the ``node_*`` statistics).
@@ -95,6 +96,11 @@ MESSAGE_METRICS = {
 #: The metrics that count what a run did (calls, messages): shown in the tables, never marked best (fewer calls or
 #: messages dropped say nothing of a method by themselves).
 COUNTS = frozenset(CALL_METRICS) | frozenset(MESSAGE_METRICS)
+#: Metrics that describe a run rather than grade it, shown beside the others and never ranked or bolded: the
+#: :data:`COUNTS`, and the federated ones (the clients' drift grows with the rate and the local steps, so its lowest
+#: was the smallest rate's, bolded as best; the fairness of the turns follows the selection rule and its seed
+#: alone, the same for every method, each bolded: helper 273).
+UNRANKED = COUNTS | frozenset(FEDERATED_METRICS)
 _NODE_NAME = re.compile(r"node_(%s)_(%s)$" % ("|".join(NODE_STATISTICS), "|".join(NODE_QUANTITIES)))
 _NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*$")
 #: Built-in metrics where a higher value is better (tables rank the largest first; figures use a linear axis).

@@ -37,7 +37,7 @@ import time
 import numpy as np
 
 from .._checks import check_bool, check_text
-from ..report import AXES, check_axis, check_one_section, escape_mathtext, section_title
+from ..report import AXES, by_record, check_axis, check_one_section, escape_mathtext, section_title
 from ..user_metrics import linear_scale
 from .tables import require_frame
 
@@ -91,8 +91,8 @@ def text_plot(frame, metric, x="communication_rounds", width=60, height=12):
     curves = []
     for name, runs in frame.groupby("algorithm", sort=False):
         with np.errstate(all="ignore"):
-            mean = runs.groupby(column, sort=True)[metric].mean()
-        xs, ys = mean.index.to_numpy(dtype=np.float64), mean.to_numpy(dtype=np.float64)
+            records = by_record(runs, column)
+            xs, ys = (records[c].mean().to_numpy(dtype=np.float64) for c in (column, metric))
         curves.append((str(name), xs, ys))
     values = np.concatenate([ys for _, _, ys in curves]) if curves else np.zeros(0)
     finite = values[np.isfinite(values)]

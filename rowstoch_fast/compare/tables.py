@@ -10,7 +10,7 @@ from .._checks import check_names, check_positive_float, check_text
 from ..report import (_GROUPS, _check_summary as check_summary, _said as said, check_records, rate_text,
                       single_runs, table_notes, tie_note)
 from ..runner import METRICS, check_metric
-from ..user_metrics import COUNTS, RESERVED, higher_is_better
+from ..user_metrics import COUNTS, RESERVED, UNRANKED, higher_is_better
 from .tuning import CONVERGED
 from .verdict import hint_outcomes, ranks_told
 
@@ -288,11 +288,8 @@ def summary(frame, metric=None, metrics=(), *, cache=None):
                     else math.nan  # (one repetition shows no spread: not "+- 0")
         row["final"], row["final_std"] = row[metric], row[metric + "_std"]
         row["rate"] = empirical_rate(runs, metric, converged=converged(metric))
-        row.update({"messages": int(end["messages"].iloc[0]) if "messages" in end.columns else 0,
-                    "bytes": int(end["bytes"].iloc[0]) if "bytes" in end.columns else 0,
-                    "gradient_evaluations": int(end["gradient_evaluations"].iloc[0])
-                    if "gradient_evaluations" in end.columns else 0,
-                    "wall_seconds": float(runs["total_wall_seconds"].iloc[0]) if "total_wall_seconds" in runs.columns
+        row.update({c: _mean_count(end, c) for c in ("messages", "bytes", "gradient_evaluations")})
+        row.update({"wall_seconds": float(runs["total_wall_seconds"].iloc[0]) if "total_wall_seconds" in runs.columns
                     else float("nan"),
                     "diverged": status == "diverged", "status": status,
                     "diagnosis": (str(runs["diagnosis"].astype(object).fillna("").iloc[0])
@@ -348,7 +345,7 @@ def summary(frame, metric=None, metrics=(), *, cache=None):
             rank = pd.Series(pd.NA, index=table.index, dtype="Int64")
             shared, undecided = pd.Series(False, index=table.index), set()
             told = {}  # (the rows told better than each: the wide ties' note)
-            for s in dict.fromkeys(section) if m not in COUNTS else ():  # (a count ranks nothing: none is best)
+            for s in dict.fromkeys(section) if m not in UNRANKED else ():  # (a count ranks nothing: none is best)
                 idx = [i for i in range(len(table)) if section.iloc[i] == s and ok[i]
                        and np.isfinite(finals[i][m]).all()]
                 higher = higher_is_better(m, getattr(frame, "attrs", {}).get("extra_metrics"))
@@ -379,6 +376,16 @@ def summary(frame, metric=None, metrics=(), *, cache=None):
     sizes = [v for v in scales.get("suboptimality", {}).values() if v]
     table.attrs["rounding"] = converged("suboptimality") * max(sizes) if sizes else 0.0  # (the footnote's)
     return table
+
+
+def _mean_count(end, column):
+    """The mean over the repetitions' records ``end`` (each one's at the iteration the row reports) of the count
+    ``column`` (0 where the records have none), rounded: repetitions that drew other clients, links or coins count
+    other messages, bytes and gradients, and the table had given repetition 0's (helper 273)."""
+    if column not in end.columns or not len(end):
+        return 0
+    v = float(end[column].astype("float64").mean())
+    return int(round(v)) if math.isfinite(v) else 0
 
 
 def _ranked_said(table, metric):
