@@ -338,6 +338,9 @@ class Optimizer(AskTell, FailureHandling, Persistence):
     #: Where a method that is not :attr:`exact` goes instead of the minimiser's O(lr) neighbourhood: None, or a
     #: phrase (DSGD over a row-stochastic matrix: ``"pi-weighted"``, the minimiser of ``sum_i pi_i f_i``).
     bias = None
+    #: Where :attr:`exact` (or the O(lr) neighbourhood) holds, where not always: a phrase after ``rowstoch
+    #: algorithms``' "converges to" (a federated method's selection rule and local steps; "" where always).
+    goal_conditions = ""
     #: ``"mg-NAME"`` (several gossip rounds per iteration) is listed next to ``NAME`` (multi-round methods).
     mg_listed = False
     #: A federated method (a server and clients, :mod:`._federated`): run where named, not in ``rowstoch compare``'s

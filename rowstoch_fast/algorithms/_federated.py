@@ -114,6 +114,12 @@ class Federated(LocalSteps):
     #: Whether every row of ``x`` gets the server model at a round's end (and a chosen client starts its local
     #: steps from it); False: each client keeps its own model (FedPD, FedLT), the server's is a state block only.
     download_model = True
+    #: (:attr:`~rowstoch_fast.algorithms.Optimizer.goal_conditions`) Steps of unequal length (``client_steps``)
+    #: weigh the clients by them, and clients chosen by size (``selection="size"``, drawn without replacement) by
+    #: their inclusion rates: the local steps' average then moves towards another point, O(1) away whatever the
+    #: rate (helper 273: FedAvg 1.15 from x* at lr 0.01 and 0.001 alike); FedNova corrects the first, the exact
+    #: methods both.
+    goal_conditions = " (equal local steps, uniform or fair selection; another point otherwise)"
 
     @classmethod
     def draws_for(cls, options=None):
@@ -160,9 +166,10 @@ class Federated(LocalSteps):
         except (TypeError, ValueError):
             raise ValueError(f"client_weights must be {n} positive numbers (one per client), got "
                              f"{client_weights!r}") from None
-        if w is None:  # (their imaginary parts had been dropped with a ComplexWarning alone, helper 204)
-            raise TypeError(f"client_weights must be {n} positive real numbers (one per client), got complex dtype "
-                            f"{raw.dtype}")
+        if w is None or raw.dtype.kind not in "iuf":  # (their imaginary parts had been dropped with a ComplexWarning
+            # alone, helper 204; strings were read as numbers, and True as 1, helper 273)
+            raise TypeError(f"client_weights must be {n} positive real numbers (one per client), got "
+                            f"{'complex ' if raw.dtype.kind == 'c' else ''}dtype {raw.dtype}")
         if w.shape != (n,):
             raise ValueError(f"client_weights must be {n} positive finite numbers (one per client), got shape "
                              f"{w.shape}")

@@ -26,7 +26,10 @@ class FedAvg(Federated, Optimizer):
     client weights). One iteration is one local step; every row of :attr:`x` holds :math:`s_{r+1}` after the
     round's last. With data that differ between clients, the local steps pull each client towards its own minimiser
     (client drift): FedAvg ends in a neighbourhood of the minimiser of ``(1/n) sum_i f_i`` of size ``O(lr K)``
-    (:class:`~rowstoch_fast.Scaffold` and :class:`~rowstoch_fast.FedDyn` correct it).
+    (:class:`~rowstoch_fast.Scaffold` and :class:`~rowstoch_fast.FedDyn` correct it), where every client takes
+    ``K`` steps and the clients are chosen uniformly or in turn. Unequal ``client_steps`` weigh the clients by
+    their steps, and clients chosen by size (``selection="size"``) by their rates of inclusion: it then ends near
+    another point, O(1) away whatever the rate (:class:`~rowstoch_fast.FedNova` corrects the first).
 
     See :mod:`rowstoch_fast.algorithms._federated` for how clients, the server and the counts map onto the
     engine.

@@ -62,6 +62,7 @@ class FedDyn(Federated, Optimizer):
     family = "federated"
     order = 163
     exact = True
+    goal_conditions = ""
     state = ("x", "server", "lam", "h")
     hyper = (*FEDERATED_HYPER, "alpha", "seed")
     scratch = 3

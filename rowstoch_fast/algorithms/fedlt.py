@@ -67,6 +67,7 @@ class FedLT(Federated, Optimizer):
     family = "federated"
     order = 165
     exact = True
+    goal_conditions = ""
     state = ("x", "server", "z")
     hyper = (*FEDERATED_HYPER, "rho", "seed")
     scratch = 3

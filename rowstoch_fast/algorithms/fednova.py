@@ -57,6 +57,8 @@ class FedNova(Federated, Optimizer):
     name = "fednova"
     family = "federated"
     order = 164
+    goal_conditions = " (uniform or fair selection; another point otherwise)"  # (its normalized steps correct
+    # unequal client_steps; clients chosen by size still weigh the average)
     state = ("x", "server")
     hyper = (*FEDERATED_HYPER, "seed")
     scratch = 3

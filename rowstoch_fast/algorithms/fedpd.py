@@ -94,6 +94,8 @@ class FedPD(Federated, Optimizer):
     family = "federated"
     order = 165
     exact = True
+    goal_conditions = " (every client every round, no round skipped)"  # (at participation 0.5 it ended 0.49 from
+    # x*: a chosen client's candidate at x* is x* - eta grad f_i(x*), and the server averages the chosen alone)
     state = ("x", "server", "lam", "center")
     hyper = (*FEDERATED_HYPER, "eta", "skip_probability", "seed")
     scratch = 3

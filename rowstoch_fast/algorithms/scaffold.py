@@ -55,6 +55,7 @@ class Scaffold(FedAvg):
     family = "federated"
     order = 162
     exact = True
+    goal_conditions = ""
     state = ("x", "server", "c", "c_server")
     scratch = 4  # (FedAvg's constructor and hyperparameters)
     upload_blocks = download_blocks = 2

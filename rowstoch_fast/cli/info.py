@@ -74,7 +74,7 @@ def cmd_algorithms(args):
         if label != cls.name:
             mixes += ", R rounds"
         goal = "the minimiser" if cls.exact else f"{cls.bias} minimiser" if cls.bias else "O(lr) of the minimiser"
-        print(f"{label:<22}{cls.__name__:<20}{mixes:<42}{goal}")
+        print(f"{label:<22}{cls.__name__:<20}{mixes:<42}{goal}{cls.goal_conditions}")
     print("\n(help(rowstoch_fast.<class>) gives each one's equations and reference)")
     return 0
 
