@@ -345,7 +345,8 @@ def _make_parser():
                           + ", a statistic over the nodes node_<mean|std|min|max|median>_<quantity> (quantities: "
                           "local_loss, suboptimality, distance, test_loss, test_accuracy, test_mse), an oracle-call "
                           "counter (gradient_calls, sample_gradient_calls, prox_calls, local_prox_calls: per node), "
-                          "the messages a lossy network delivered or dropped (messages_received, messages_dropped) "
+                          "the messages a lossy network delivered or dropped (messages_received, messages_dropped), "
+                          "a federated method's (client_drift, participation_fairness; shown, never ranked) "
                           "or a metric of --metrics-module")
     out.add_argument("--metrics-module", default=None, metavar="FILE",
                      help="a Python file that registers metrics of your own (rowstoch_fast.register_metric): their "
