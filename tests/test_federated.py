@@ -355,6 +355,14 @@ def test_bad_selections_are_named(options, match):
         FedAvg(10, np.zeros(3), 0.1, participation=0.5, **options)
 
 
+@pytest.mark.parametrize("weights", [["1"] * 10, [True] * 10])
+def test_client_weights_that_are_not_numbers_are_refused(weights):
+    # (helper 273: strings were read as the numbers they spell, and True as 1)
+    with pytest.raises(TypeError, match=r"client_weights must be 10 positive real numbers \(one per client\), got "
+                                        r"dtype (<U1|bool)"):
+        FedAvg(10, np.zeros(3), 0.1, participation=0.5, selection="size", client_weights=weights)
+
+
 def test_a_selection_rule_survives_a_resume_and_is_saved():
     grad, _ = problem()
     opt = run(FedAvg, 6, grad, participation=0.3, selection="size", client_weights=WEIGHTS, seed=4)
@@ -660,3 +668,116 @@ def test_a_tunings_streams_draw_their_own_clients(tmp_path):
     assert len(glob.glob(str(tmp_path / "*.done.npz"))) == 3  # (each stream's trajectories kept, and forgotten)
     tuning._remove_stage(kw["checkpoint"])
     assert not list(tmp_path.iterdir())
+
+
+def test_a_comparisons_figure_and_table_of_federated_runs():
+    """Helper 273: the clients' drift (NaN before the first round ends) had been cut before its first point, every
+    line empty beside a "left the panel" triangle; with repetitions that drew other clients the gradients differ
+    and the mean line over them had been a sawtooth through the repetitions' points, and the table's counts
+    repetition 0's; the lowest drift (the smallest rate's) and the fairness (the selection's alone) were bolded."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    from rowstoch_fast import report, topology
+    from rowstoch_fast.compare import compare, summary
+    from rowstoch_fast.objectives import LeastSquares
+
+    A = topology.ring(8, directed=False, weights="metropolis")
+    f = LeastSquares.synthetic(8, samples_per_node=8, d=4, seed=1)
+    steps = {"participation": 0.5, "client_steps": [1, 2, 1, 2, 1, 2, 1, 2]}
+    frame = compare(A, f, ["fedavg", "scaffold"], 20, lr=0.05, repeats=3, tune=False, progress=False,
+                    hyper={"fedavg": steps, "scaffold": steps},
+                    metrics=["suboptimality", "client_drift", "participation_fairness"])
+    runs = frame[frame["algorithm"] == "fedavg"]
+    fig, ax = plt.subplots()
+    report.draw(ax, frame, "client_drift")
+    assert np.isfinite(ax.lines[0].get_data()[1]).sum() == runs["iteration"].nunique() - 1  # (all but round 0's)
+    fig2, ax2 = plt.subplots()
+    report.draw(ax2, frame, "suboptimality", x="gradients")
+    xs = np.asarray(ax2.lines[0].get_data()[0], dtype=np.float64)
+    np.testing.assert_allclose(xs, runs.groupby("iteration")["gradient_evaluations"].mean())
+    assert (np.diff(xs) > 0).all()
+    plt.close(fig), plt.close(fig2)
+    end = runs[runs["iteration"] == runs["iteration"].max()]
+    assert end["gradient_evaluations"].nunique() > 1  # (the repetitions drew other clients)
+    table = summary(frame, metrics=["client_drift", "participation_fairness"]).set_index("algorithm")
+    assert table.loc["fedavg", "gradient_evaluations"] == round(end["gradient_evaluations"].mean())
+    assert not table["client_drift_best"].any() and not table["participation_fairness_best"].any()
+
+
+def test_the_listing_says_where_a_federated_methods_limit_holds(capsys):
+    """Helper 273: `rowstoch algorithms` said FedAvg and FedProx end O(lr) from the minimiser (with unequal
+    client_steps they stayed 1.15 from it at every rate) and FedPD at it (0.49 away at participation 0.5)."""
+    from rowstoch_fast import cli
+
+    assert cli.main(["algorithms"]) == 0
+    lines = {line.split()[0]: line for line in capsys.readouterr().out.splitlines() if line.strip()}
+    for name in ("fedavg", "fedprox", "fedopt"):
+        assert lines[name].endswith("(equal local steps, uniform or fair selection; another point otherwise)")
+    assert lines["fednova"].endswith("(uniform or fair selection; another point otherwise)")
+    assert lines["fedpd"].endswith("the minimiser (every client every round, no round skipped)")
+    assert lines["scaffold"].endswith("the minimiser") and lines["feddyn"].endswith("the minimiser")
+
+
+def test_repetitions_of_one_run_that_share_their_clients_are_warned_about():
+    """Helper 273: rf.run(repeats=3) of FedAvg at participation 0.5 ended its three repetitions at one value (+- 0,
+    whatever the run's seed), unsaid."""
+    import warnings
+
+    from rowstoch_fast import Algorithm, topology
+    from rowstoch_fast.objectives import LeastSquares
+    from rowstoch_fast.runner import run
+
+    A = topology.ring(8, directed=False, weights="metropolis")
+    f = LeastSquares.synthetic(8, samples_per_node=8, d=4, seed=1)
+    with pytest.warns(RuntimeWarning, match=r"FedAvg's 3 repetitions share one draw of its clients .*seed, 2"):
+        history = run(Algorithm(A, 0.05, method="fedavg", participation=0.5, seed=2), f, 8, repeats=3,
+                      progress=False)
+    assert history.frame.groupby("rep")["suboptimality"].last().nunique() == 1  # (what it warns of)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        run(Algorithm(A, 0.05, method="fedavg"), f, 8, repeats=3, progress=False)  # (every client: nothing drawn)
+        run(Algorithm(A, 0.05, method="fedavg", participation=0.5), f, 8, progress=False)
+
+
+def test_a_comparisons_caption_says_how_the_clients_were_chosen_and_what_the_network_does_not_reach(tmp_path):
+    """Helper 273: the caption named a graph's loss model that the federated methods never ran over (their numbers
+    bit for bit those of reliable links) and none of their clients' settings (FedAvg at 30% ranked beside methods at
+    100%)."""
+    from rowstoch_fast import cli
+
+    (tmp_path / "exp.toml").write_text('[run]\nalgorithms = "fedavg,scaffold,dsgd"\n[algorithms.fedavg]\n'
+                                       'participation = 0.3\nselection = "size"\nclient_weights = [1, 2, 3, 4, 5, 6]\n')
+    out = tmp_path / "out"
+    assert cli.main(["compare", "--config", str(tmp_path / "exp.toml"), "--n", "6", "--objective", "least-squares",
+                     "--lr", "0.02", "--rounds-budget", "4", "--repeats", "1", "--loss", "0.2", "--out", str(out),
+                     "--no-progress", "--jobs", "1"]) == 0
+    caption = (out / "summary.md").read_text()
+    assert "Not over the network's model: fedavg, scaffold (they average exactly" in caption
+    assert "Clients a round: fedavg 1 of 6 (by size), K = 4 local steps; scaffold all 6, K = 4 local steps." in caption
+    (tmp_path / "pd.toml").write_text('[run]\nalgorithms = "fedpd"\n[algorithms.fedpd]\nparticipation = 0.5\n'
+                                      'skip_probability = 0.3\n')  # (its coins, which set its iterations, choose the
+    # clients too: its repetitions share them, +- 0 unsaid)
+    assert cli.main(["compare", "--config", str(tmp_path / "pd.toml"), "--n", "6", "--objective", "least-squares",
+                     "--lr", "0.02", "--rounds-budget", "4", "--repeats", "2", "--out", str(tmp_path / "pd"),
+                     "--no-progress", "--jobs", "1"]) == 0
+    assert "fedpd 3 of 6 (uniformly), K = 4 local steps, the same clients in every repetition." in \
+        (tmp_path / "pd" / "summary.md").read_text()
+
+
+def test_a_runs_default_records_of_a_local_update_method_fall_at_rounds_ends():
+    """Helper 273: rf.run's default spacing (iterations // 100 = 10) put 50 of FedAvg's 101 records (K = 4) inside
+    rounds, where the rows are half-done local models (a consensus error of 0.42 against 1e-15 at rounds' ends)."""
+    from rowstoch_fast import Algorithm, topology
+    from rowstoch_fast.objectives import LeastSquares
+    from rowstoch_fast.runner import run
+
+    A = topology.ring(8, directed=False, weights="metropolis")
+    f = LeastSquares.synthetic(8, samples_per_node=8, d=4, seed=1)
+    history = run(Algorithm(A, 0.05, method="fedavg", participation=0.5), f, 1000, progress=False)
+    iterations = history.frame["iteration"].unique()
+    assert (iterations % 4 == 0).all() and 90 <= len(iterations) <= 130
+    assert history.frame["consensus_error"].max() < 1e-12  # (every record the server's model on every row)
+    assert len(run(Algorithm(A, 0.05, method="dsgd"), f, 1000, progress=False).frame["iteration"].unique()) == 101
