@@ -100,6 +100,10 @@ def value_noise(objective, best):
     X = np.vstack([x, X]).astype(dtype).reshape((NOISE_POINTS + 1,) + np.shape(best.x))
     with np.errstate(all="ignore"):
         values = np.asarray(objective.value_and_gradient_at(X)[0], dtype=np.float64)
+    if values.shape != (NOISE_POINTS + 1,):  # (a loss of the user's that sums a batch: its "rounding" had been the
+        # sum of 17 values, 2.1, and an f* 0.5 too low passed as rounding, helper 274)
+        raise ValueError(f"{type(objective).__name__}.value_and_gradient_at gave values of shape {values.shape} for "
+                         f"{NOISE_POINTS + 1} points: one value per point is needed to measure its rounding")
     values = values[np.isfinite(values)]  # (a point still outside a constraint: F = +inf there)
     step = float(np.spacing(np.asarray(abs(float(best.value)), dtype=dtype)))
     return max(float(np.abs(values - float(best.value)).max(initial=0.0)), step)
@@ -108,13 +112,13 @@ def value_noise(objective, best):
 def _check_own_value(objective, best, value):
     """An ``optimum()`` of the user's: its ``value`` should be ``f(x)`` at its ``x``; a RuntimeWarning (once per
     optimum) where they differ by more than rounding of the objective's dtype (:func:`value_rounding`) relative to
-    the larger of ``|f(x)|`` and the default start's ``f(0) - f(x)``, at most 1, and by more than four times the
-    loss's measured rounding around ``f(x)`` (:func:`value_noise`: a loss of large terms that cancel at x*, f* = 0
-    at ``|x*| = 1e5``, rounds its f(x) further). One 0.5 below f(x*) (a constant term dropped) set every
-    suboptimality 0.5 too high: the tuner and the ranks worked on a metric saturated at 0.5, unsaid (one too high
-    is seen as records below f*); relative to ``max(1, |f(x)|)`` alone, data in small units (a start 1e-6 above
-    f*) hid one off by 1e-8 of its own units. A warning, not a refusal. Skipped where the objective has no loss to
-    evaluate."""
+    the larger of ``|f(x)|`` and the start's ``f(x0) - f(x)`` (``objective.x0()``, the runs' default), at most 1,
+    and by more than four times the loss's measured rounding around ``f(x)`` (:func:`value_noise`: a loss of large
+    terms that cancel at x*, f* = 0 at ``|x*| = 1e5``, rounds its f(x) further). One 0.5 below f(x*) (a constant
+    term dropped) set every suboptimality 0.5 too high: the tuner and the ranks worked on a metric saturated at 0.5,
+    unsaid (one too high is seen as records below f*); relative to ``max(1, |f(x)|)`` alone, data in small units (a
+    start 1e-6 above f*) hid one off by 1e-8 of its own units. A warning, not a refusal. Skipped where the objective
+    has no loss to evaluate."""
     x = np.asarray(best.x, dtype=np.float64)
     try:
         f_x = float(objective.value_and_gradient_at(x)[0])
@@ -123,12 +127,15 @@ def _check_own_value(objective, best, value):
     off, rounding = abs(value - f_x), value_rounding(objective)
     if not math.isfinite(f_x) or off <= rounding * abs(f_x):  # (a value of its own that is f(x): one pass)
         return
-    try:  # (the default start's suboptimality, and the loss's rounding around f(x): passes of their own)
-        f_0 = float(objective.value_and_gradient_at(np.zeros_like(x))[0])
+    try:  # (the default start's suboptimality: a pass of its own)
+        f_0 = float(objective.value_and_gradient_at(np.asarray(objective.x0(), dtype=np.float64))[0])
         start = f_0 - f_x if math.isfinite(f_0) and f_0 > f_x else 1.0
+    except Exception:  # noqa: BLE001 - a start of the user's that its loss refuses: the bar of max(1, |f(x)|)
+        start = 1.0
+    try:  # (the loss's rounding around f(x), where it is not within the bar already)
         noise = value_noise(objective, best._replace(value=f_x)) if off > rounding * min(start, 1.0) else 0.0
-    except Exception:  # noqa: BLE001 - a loss of the user's that refuses them: the bar of max(1, |f(x)|)
-        start, noise = 1.0, 0.0
+    except Exception:  # noqa: BLE001 - a loss of the user's that refuses points in a batch: none measured
+        noise = 0.0
     if off <= rounding * max(abs(f_x), min(start, 1.0)) or off <= 4.0 * noise:
         return
     import warnings

@@ -468,9 +468,10 @@ def draw(ax, frame, metric, x="rounds"):
             xs = records[column].mean().to_numpy(dtype=np.float64)
         ys = mean.to_numpy(dtype=np.float64)
         out = ~np.isfinite(ys) | (ys > high)
-        out[:int(np.argmax(np.isfinite(ys))) if np.isfinite(ys).any() else len(ys)] = False  # (a metric without a
-        # value before the first round ends, the clients' drift: its line starts there; it had been cut before its
-        # first point, and marked as a run that left the panel, helper 273)
+        if np.isfinite(ys).any():  # (a metric without a value before the first round ends, the clients' drift: its
+            # line starts there; it had been cut before its first point, marked as a run that left the panel,
+            # helper 273; a run without a finite record, diverged at its start, keeps its mark, helper 274)
+            out[:int(np.argmax(np.isfinite(ys)))] = False
         cut = int(np.argmax(out)) if out.any() else len(ys)  # drawn up to where it leaves the panel
         status = runs["status"].iloc[0] if "status" in runs.columns else (
             "diverged" if runs["diverged"].iloc[0] else "ok")

@@ -56,7 +56,7 @@ from .objectives import optimum_of
 
 __all__ = ["Metric", "MetricState", "register_metric", "unregister_metric", "registered_metrics",
            "load_metrics_module", "resolve_metrics", "higher_is_better", "linear_scale", "NODE_STATISTICS",
-           "NODE_QUANTITIES", "FEDERATED_METRICS", "CALL_METRICS", "MESSAGE_METRICS", "COUNTS", "UNRANKED",
+           "NODE_QUANTITIES", "FEDERATED_METRICS", "CALL_METRICS", "MESSAGE_METRICS", "COUNTS", "unranked",
            "RESERVED"]
 
 #: Columns of a run's records and of a comparison's frame and tables that no metric may be named (beside the
@@ -96,11 +96,18 @@ MESSAGE_METRICS = {
 #: The metrics that count what a run did (calls, messages): shown in the tables, never marked best (fewer calls or
 #: messages dropped say nothing of a method by themselves).
 COUNTS = frozenset(CALL_METRICS) | frozenset(MESSAGE_METRICS)
-#: Metrics that describe a run rather than grade it, shown beside the others and never ranked or bolded: the
-#: :data:`COUNTS`, and the federated ones (the clients' drift grows with the rate and the local steps, so its lowest
-#: was the smallest rate's, bolded as best; the fairness of the turns follows the selection rule and its seed
-#: alone, the same for every method, each bolded: helper 273).
-UNRANKED = COUNTS | frozenset(FEDERATED_METRICS)
+
+
+def unranked(name):
+    """Whether the metric ``name`` describes a run rather than grades it, shown beside the others and never ranked
+    or bolded: the :data:`COUNTS`, and a federated method's (the clients' drift grows with the rate and the local
+    steps, so its lowest was the smallest rate's, bolded as best; the fairness of the turns and the counts of each
+    client's, ``node_<statistic>_participation``, follow the selection rule and the participation: the method that
+    took fewer clients a round had been bolded, helpers 273, 274)."""
+    return name in COUNTS or name in FEDERATED_METRICS or str(name).startswith("node_") and \
+        str(name).endswith("_participation")
+
+
 _NODE_NAME = re.compile(r"node_(%s)_(%s)$" % ("|".join(NODE_STATISTICS), "|".join(NODE_QUANTITIES)))
 _NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*$")
 #: Built-in metrics where a higher value is better (tables rank the largest first; figures use a linear axis).

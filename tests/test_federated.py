@@ -361,6 +361,12 @@ def test_client_weights_that_are_not_numbers_are_refused(weights):
     with pytest.raises(TypeError, match=r"client_weights must be 10 positive real numbers \(one per client\), got "
                                         r"dtype (<U1|bool)"):
         FedAvg(10, np.zeros(3), 0.1, participation=0.5, selection="size", client_weights=weights)
+    from decimal import Decimal
+    from fractions import Fraction
+
+    for exact in ([Fraction(1, 2)] * 10, [Decimal("1.5")] * 10):  # (numbers, held as objects: read, helper 274)
+        assert FedAvg(10, np.zeros(3), 0.1, participation=0.5, selection="size",
+                      client_weights=exact).client_weights[0] in (0.5, 1.5)
 
 
 def test_a_selection_rule_survives_a_resume_and_is_saved():
@@ -657,7 +663,7 @@ def test_a_tunings_streams_draw_their_own_clients(tmp_path):
     from rowstoch_fast.objectives import LeastSquares
 
     A = topology.ring(8, directed=False, weights="metropolis")
-    f = LeastSquares.synthetic(8, samples_per_node=8, d=4, seed=1, batch=2)
+    f = LeastSquares.synthetic(8, samples_per_node=8, d=4, seed=1)  # (exact gradients: the clients alone differ)
     method = make_plan(A, f, "fedavg", 40, hyper={"fedavg": {"participation": 0.25}}).methods[0]
     kw = dict(seed=7, checkpoint=str(tmp_path / "fedavg.tuning-0.npz"), keep=True)
     _, both = tuning.trajectories(A, f, method, [0.01, 0.05], 40, "suboptimality", repeats=3, rep_offset=2, **kw)
@@ -689,7 +695,7 @@ def test_a_comparisons_figure_and_table_of_federated_runs():
     steps = {"participation": 0.5, "client_steps": [1, 2, 1, 2, 1, 2, 1, 2]}
     frame = compare(A, f, ["fedavg", "scaffold"], 20, lr=0.05, repeats=3, tune=False, progress=False,
                     hyper={"fedavg": steps, "scaffold": steps},
-                    metrics=["suboptimality", "client_drift", "participation_fairness"])
+                    metrics=["suboptimality", "client_drift", "participation_fairness", "node_mean_participation"])
     runs = frame[frame["algorithm"] == "fedavg"]
     fig, ax = plt.subplots()
     report.draw(ax, frame, "client_drift")
@@ -702,9 +708,18 @@ def test_a_comparisons_figure_and_table_of_federated_runs():
     plt.close(fig), plt.close(fig2)
     end = runs[runs["iteration"] == runs["iteration"].max()]
     assert end["gradient_evaluations"].nunique() > 1  # (the repetitions drew other clients)
-    table = summary(frame, metrics=["client_drift", "participation_fairness"]).set_index("algorithm")
+    table = summary(frame, metrics=["client_drift", "participation_fairness", "node_mean_participation"]) \
+        .set_index("algorithm")
     assert table.loc["fedavg", "gradient_evaluations"] == round(end["gradient_evaluations"].mean())
     assert not table["client_drift_best"].any() and not table["participation_fairness_best"].any()
+    assert not table["node_mean_participation_best"].any()  # (the method of fewer clients a round: helper 274)
+    gone = frame.copy()
+    gone.loc[gone["algorithm"] == "fedavg", "client_drift"] = np.nan  # (a run without a finite record keeps the mark
+    # of one that left the panel, helper 274)
+    fig3, ax3 = plt.subplots()
+    report.draw(ax3, gone, "client_drift")
+    assert any(line.get_marker() == "^" for line in ax3.lines)
+    plt.close(fig3)
 
 
 def test_the_listing_says_where_a_federated_methods_limit_holds(capsys):
@@ -740,6 +755,10 @@ def test_repetitions_of_one_run_that_share_their_clients_are_warned_about():
         warnings.simplefilter("error")
         run(Algorithm(A, 0.05, method="fedavg"), f, 8, repeats=3, progress=False)  # (every client: nothing drawn)
         run(Algorithm(A, 0.05, method="fedavg", participation=0.5), f, 8, progress=False)
+    with pytest.warns(RuntimeWarning, match="FedPD's 2 repetitions share one draw of its clients"):  # (its coins,
+        # which set its iterations, choose them: draws_for is False, helper 274)
+        run(Algorithm(A, 0.05, method="fedpd", participation=0.5, skip_probability=0.3), f, 8, repeats=2,
+            progress=False)
 
 
 def test_a_comparisons_caption_says_how_the_clients_were_chosen_and_what_the_network_does_not_reach(tmp_path):

@@ -1247,3 +1247,30 @@ def test_least_squares_optimum_keeps_directions_lapacks_cut_off_drops():
     D = np.column_stack([B, B @ rng.standard_normal((4, 2)), np.ones(256), np.ones(256)])
     g = LeastSquares(D, y[:256], 16)
     np.testing.assert_allclose(g.optimum().x, np.linalg.lstsq(D, y[:256], rcond=None)[0], rtol=1e-9, atol=1e-12)
+
+
+@pytest.mark.parametrize("refuse", ["batches", "sums batches"])
+def test_an_optimum_of_ones_own_is_checked_with_a_loss_of_one_point_at_a_time(refuse):
+    """Helper 274: a loss written for one point (a batch refused, or its values summed) had its rounding measured as
+    the sum of 17 values (2.1), and an f* 0.5 too low passed as rounding; one that refused batches lost the start's
+    bar with it."""
+    import warnings
+
+    from rowstoch_fast.objectives import Optimum, optimum_of
+
+    class Own(Quadratic):
+        def value_and_gradient_at(self, x):
+            x = np.asarray(x)
+            if refuse == "batches" and x.ndim > 1:
+                raise ValueError("one point at a time")
+            value, gradient = Quadratic.value_and_gradient_at(self, x)
+            return (np.sum(value) if x.ndim > 1 else value) * 1e-6, gradient * 1e-6
+
+        def optimum(self):
+            x = Quadratic._solve(self)
+            return Optimum(x, float(self.value_and_gradient_at(x)[0]) - 5e-9)
+
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        optimum_of(Own.random(8, 3, seed=0))
+    assert any("is not f(x*)" in str(w.message) for w in caught)

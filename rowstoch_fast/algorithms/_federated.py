@@ -166,8 +166,11 @@ class Federated(LocalSteps):
         except (TypeError, ValueError):
             raise ValueError(f"client_weights must be {n} positive numbers (one per client), got "
                              f"{client_weights!r}") from None
-        if w is None or raw.dtype.kind not in "iuf":  # (their imaginary parts had been dropped with a ComplexWarning
-            # alone, helper 204; strings were read as numbers, and True as 1, helper 273)
+        numbers_only = raw.dtype.kind in "iuf" or raw.dtype.kind == "O" and all(
+            isinstance(v, numbers.Number) and not isinstance(v, (bool, complex)) for v in raw.ravel())  # (Fractions,
+        # Decimals)
+        if w is None or not numbers_only:  # (their imaginary parts had been dropped with a ComplexWarning alone,
+            # helper 204; strings were read as numbers, and True as 1, helper 273)
             raise TypeError(f"client_weights must be {n} positive real numbers (one per client), got "
                             f"{'complex ' if raw.dtype.kind == 'c' else ''}dtype {raw.dtype}")
         if w.shape != (n,):

@@ -1213,12 +1213,12 @@ def _caption(args, problems):
             # API's default caption; a table of one method and one repetition had read "every rank is shared")
             + (" R: gossip rounds per iteration (a multi-round method's several)."  # (helper 158 read it as the
                if any(label.startswith("mg-") for p in problems for label, *_ in p[4]) else "")  # repetitions)
-            + (_own_draws(problems) if args.repeats > 1 else "") + _exact_averaging_words(problems)
+            + (_own_draws(problems) if args.repeats > 1 else "") + _exact_averaging_words(problems, args.repeats)
             + "".join(f" {words[0].upper()}{words[1:]}." for words in _left_out_words(args, problems)))  # (a
     # sweep's sections of different methods said where they are read: helper 233)
 
 
-def _exact_averaging_words(problems):
+def _exact_averaging_words(problems, repeats):
     """The caption's sentences on the methods that average exactly (a federated method, the centralized baseline):
     where a setting has a communication model, those it does not reach (their rows are reliable links' whatever the
     caption's "20% of messages lost" said, helper 273), and each federated method's clients (how many a round, how
@@ -1226,7 +1226,7 @@ def _exact_averaging_words(problems):
     from ..algorithms import REGISTRY
     from ..algorithms._local import DEFAULT_LOCAL_STEPS
 
-    said = []
+    said, rounds = [], []
     for gname, sname, ns, A, specs, _, _, _, hyper, _ in problems:
         where = f"{gname}{', ' + sname if sname else ''}: " if len(problems) > 1 else ""
         apart = [label for label, method, _ in specs if not REGISTRY[method].matrices]
@@ -1244,10 +1244,14 @@ def _exact_averaging_words(problems):
             clients.append(f"{label} {'all ' + str(A.n) if m >= A.n else f'{m} of {A.n} ({rule})'}, K = "
                            f"{options.get('local_steps', DEFAULT_LOCAL_STEPS)} local steps"
                            + (" (client_steps of their own)" if options.get("client_steps") is not None else "")
-                           + (", the same clients in every repetition" if m < A.n and not cls.draws_for(options)
-                              else ""))  # (FedPD's skipped rounds: its coins, which set its iterations, choose them)
+                           + (", the same clients in every repetition" if repeats > 1 and m < A.n and
+                              not cls.draws_for(options) else ""))  # (FedPD's skipped rounds: its coins, which set
+            # its iterations, choose them)
         if clients:
-            said.append(where + "Clients a round: " + "; ".join(clients))
+            rounds.append((where, "Clients a round: " + "; ".join(clients)))
+    if len({text for _, text in rounds}) == 1:  # (the same in every setting: once, a --loss 0,0.2 sweep's too)
+        rounds = [("", rounds[0][1])]
+    said += [where + text for where, text in rounds]
     return "".join(f" {words}." for words in dict.fromkeys(said))  # (a label keeps its case: "Fedavg" had read)
 
 

@@ -276,7 +276,8 @@ def _make_parser():
     rn.add_argument("--iterations", type=_nonnegative_int, default=1000, help="iterations T (R T gossip rounds)")
     rn.add_argument("--repeats", type=_positive_int, default=1, help="independent repetitions, batched")
     rn.add_argument("--record-every", type=_positive_int, default=None,
-                    help="record the metrics every this many iterations (default iterations / 100)")
+                    help="record the metrics every this many iterations (default iterations / 100; for a "
+                         "method of K local steps a round, the nearest multiple of K)")
     rn.add_argument("--checkpoint", help="write an atomic .npz checkpoint here (periodically, on Ctrl-C, at the end); "
                                          "a file that exists is refused unless --resume names it or --overwrite")
     rn.add_argument("--resume", help="continue from this checkpoint (same options; only --iterations, --lr and "

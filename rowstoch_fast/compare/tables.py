@@ -10,7 +10,7 @@ from .._checks import check_names, check_positive_float, check_text
 from ..report import (_GROUPS, _check_summary as check_summary, _said as said, check_records, rate_text,
                       single_runs, table_notes, tie_note)
 from ..runner import METRICS, check_metric
-from ..user_metrics import COUNTS, RESERVED, UNRANKED, higher_is_better
+from ..user_metrics import COUNTS, RESERVED, higher_is_better, unranked
 from .tuning import CONVERGED
 from .verdict import hint_outcomes, ranks_told
 
@@ -345,7 +345,7 @@ def summary(frame, metric=None, metrics=(), *, cache=None):
             rank = pd.Series(pd.NA, index=table.index, dtype="Int64")
             shared, undecided = pd.Series(False, index=table.index), set()
             told = {}  # (the rows told better than each: the wide ties' note)
-            for s in dict.fromkeys(section) if m not in UNRANKED else ():  # (a count ranks nothing: none is best)
+            for s in dict.fromkeys(section) if not unranked(m) else ():  # (a count ranks nothing: none is best)
                 idx = [i for i in range(len(table)) if section.iloc[i] == s and ok[i]
                        and np.isfinite(finals[i][m]).all()]
                 higher = higher_is_better(m, getattr(frame, "attrs", {}).get("extra_metrics"))

@@ -869,7 +869,7 @@ def _draw_by_draw(network, objective, method, rates, budget, metric, *, repeats,
                          checkpoint=_draw_path(checkpoint, q),
                          desc=desc and f"{desc} [draw {q + 1} of {repeats}]", **kw) for q in range(repeats)]
     iterations, values = runs[0][0], [v for _, v in runs]
-    if any(v is None for v in values):  # (under MPI the root holds them)
+    if any(v is None for v in values):  # (a run that recorded nothing: as one run's)
         return iterations, None
     return iterations, np.stack(values, axis=2).reshape(len(iterations), len(rates) * repeats)
 
