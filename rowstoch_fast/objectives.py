@@ -109,34 +109,45 @@ def value_noise(objective, best):
     return max(float(np.abs(values - float(best.value)).max(initial=0.0)), step)
 
 
+def past_rounding(objective, at, off, start, unmeasured=True):
+    """Whether ``off``, a difference between values of ``objective``'s loss near its minimiser, is more than their
+    rounding: above :func:`value_rounding` relative to the larger of ``|f(x*)|`` (``at``: the
+    :class:`Optimum` with the loss's own value at x*) and the start's ``f(x0) - f(x*)`` (``start``; at most 1, and 1
+    where it is not positive), and above four times the loss's rounding measured around ``at``
+    (:func:`value_noise`); ``unmeasured`` where that cannot be measured (a loss of the user's that refuses points
+    in a batch). Relative to ``max(1, |f|)`` alone, data in small units had hidden an f* off by 5e-9 beside a start
+    1e-6 above it (helpers 265, 267); a loss of large terms that cancel at x* (f* = 0 at ``|x*| = 1e5``) rounds
+    further than the dtype's relative bar."""
+    unit = min(start, 1.0) if math.isfinite(start) and start > 0 else 1.0
+    if off <= value_rounding(objective) * max(abs(float(at.value)), unit):
+        return False
+    try:
+        return off > 4.0 * value_noise(objective, at)
+    except Exception:  # noqa: BLE001 - a loss of the user's that refuses points in a batch
+        return unmeasured
+
+
 def _check_own_value(objective, best, value):
     """An ``optimum()`` of the user's: its ``value`` should be ``f(x)`` at its ``x``; a RuntimeWarning (once per
-    optimum) where they differ by more than rounding of the objective's dtype (:func:`value_rounding`) relative to
-    the larger of ``|f(x)|`` and the start's ``f(x0) - f(x)`` (``objective.x0()``, the runs' default), at most 1,
-    and by more than four times the loss's measured rounding around ``f(x)`` (:func:`value_noise`: a loss of large
-    terms that cancel at x*, f* = 0 at ``|x*| = 1e5``, rounds its f(x) further). One 0.5 below f(x*) (a constant
-    term dropped) set every suboptimality 0.5 too high: the tuner and the ranks worked on a metric saturated at 0.5,
-    unsaid (one too high is seen as records below f*); relative to ``max(1, |f(x)|)`` alone, data in small units (a
-    start 1e-6 above f*) hid one off by 1e-8 of its own units. A warning, not a refusal. Skipped where the objective
-    has no loss to evaluate."""
+    optimum) where they differ by more than rounding (:func:`past_rounding`, from the start ``objective.x0()``, the
+    runs' default; where the loss cannot measure its rounding, the bar alone). One 0.5 below f(x*) (a constant term
+    dropped) set every suboptimality 0.5 too high: the tuner and the ranks worked on a metric saturated at 0.5,
+    unsaid (one too high is seen as records below f*). A warning, not a refusal. Skipped where the objective has no
+    loss to evaluate."""
     x = np.asarray(best.x, dtype=np.float64)
     try:
         f_x = float(objective.value_and_gradient_at(x)[0])
     except NotImplementedError:
         return
-    off, rounding = abs(value - f_x), value_rounding(objective)
-    if not math.isfinite(f_x) or off <= rounding * abs(f_x):  # (a value of its own that is f(x): one pass)
+    off = abs(value - f_x)
+    if not math.isfinite(f_x) or off <= value_rounding(objective) * abs(f_x):  # (a value of its own that is f(x):
+        # one pass)
         return
     try:  # (the default start's suboptimality: a pass of its own)
-        f_0 = float(objective.value_and_gradient_at(np.asarray(objective.x0(), dtype=np.float64))[0])
-        start = f_0 - f_x if math.isfinite(f_0) and f_0 > f_x else 1.0
+        start = float(objective.value_and_gradient_at(np.asarray(objective.x0(), dtype=np.float64))[0]) - f_x
     except Exception:  # noqa: BLE001 - a start of the user's that its loss refuses: the bar of max(1, |f(x)|)
-        start = 1.0
-    try:  # (the loss's rounding around f(x), where it is not within the bar already)
-        noise = value_noise(objective, best._replace(value=f_x)) if off > rounding * min(start, 1.0) else 0.0
-    except Exception:  # noqa: BLE001 - a loss of the user's that refuses points in a batch: none measured
-        noise = 0.0
-    if off <= rounding * max(abs(f_x), min(start, 1.0)) or off <= 4.0 * noise:
+        start = math.nan
+    if not past_rounding(objective, best._replace(value=f_x), off, start):
         return
     import warnings
 

@@ -26,7 +26,7 @@ from .algorithms import REGISTRY
 from .algorithms import names as _algorithm_names
 from .errors import DivergenceError, NetworkIgnoredWarning
 from .mixing import MixingMatrix
-from .objectives import Objective, Oracle, batch_of, optimum_of, value_noise, value_rounding
+from .objectives import Objective, Oracle, batch_of, optimum_of, past_rounding, value_rounding
 from .user_metrics import MetricState, linear_scale, resolve_metrics
 
 logger = logging.getLogger(__name__)
@@ -1265,7 +1265,7 @@ def _default_spacing(algorithm, iterations):
     from .algorithms._local import DEFAULT_LOCAL_STEPS, LocalSteps
 
     every = max(1, iterations // 100)
-    if issubclass(algorithm.optimizer, LocalSteps):
+    if issubclass(algorithm.optimizer, LocalSteps):  # (not its iterations_for: FedPD's skipped rounds set those)
         K = int(algorithm.options.get("local_steps", DEFAULT_LOCAL_STEPS))
         every = max(K, round(every / K) * K)
     return every
@@ -1796,12 +1796,10 @@ BELOW_OPTIMUM_WORDS = "fell below the f*"
 
 def warn_if_below_optimum(frame, objective, stacklevel=3):
     """RuntimeWarning where a recorded ``f(x_bar)`` (``frame``'s suboptimality) fell below the ``f*`` the
-    objective's optimum gives by more than rounding (relative to the larger of ``|f*|`` and the start ``f(x0) -
-    f*``, at most 1, and at least four times the loss's measured rounding near f*,
-    :func:`~rowstoch_fast.objectives.value_noise`: relative to ``max(1, |f*|)`` alone, data in small units, a
-    lasso's start 2.7e-10 above f*, never warned of an f* off by 1.4e-13, helper 265;
-    :func:`~rowstoch_fast.objectives.value_rounding` of its dtype: in float32 f(x_bar) rounds to 7e-9 steps at
-    ``|f*| = 0.1``, and every run warned): that ``f*`` is not the minimum (an
+    objective's optimum gives by more than rounding (:func:`~rowstoch_fast.objectives.past_rounding`, from the
+    run's start: relative to ``max(1, |f*|)`` alone, data in small units, a lasso's start 2.7e-10 above f*, never
+    warned of an f* off by 1.4e-13, helper 265; the dtype's rounding: in float32 f(x_bar) rounds to 7e-9 steps at
+    ``|f*| = 0.1``, and every run warned; none where the loss cannot measure it): that ``f*`` is not the minimum (an
     objective of the user's whose ``_solve`` was off by 1e-3 had every method "below the optimum", and a biased one
     tied with the exact ones)."""
     if "suboptimality" not in frame or not len(frame):
@@ -1818,14 +1816,13 @@ def warn_if_below_optimum(frame, objective, stacklevel=3):
     first = frame["suboptimality"][frame["iteration"] == frame["iteration"].min()] if "iteration" in frame else \
         frame["suboptimality"].iloc[:1]
     start = float(np.nanmax(first.to_numpy(dtype=np.float64), initial=-np.inf))  # (f(x0) - f*)
-    scale = max(abs(best.value), min(start, 1.0)) if math.isfinite(start) and start > 0 else max(1.0, abs(best.value))
-    if low >= -value_rounding(objective) * scale:  # (relative to the data's units: the start where it is small)
+    if low >= -value_rounding(objective) * abs(best.value):  # (rounding of f* itself: within any bar, no pass)
         return
     try:  # (the loss's own rounding near x*, measured around f(x*): not around f*, whose error it would count)
-        at = float(objective.value_and_gradient_at(np.asarray(best.x, dtype=np.float64))[0])
-        if low >= -4.0 * value_noise(objective, best._replace(value=at)):
-            return
+        at = best._replace(value=float(objective.value_and_gradient_at(np.asarray(best.x, dtype=np.float64))[0]))
     except Exception:  # noqa: BLE001 - a warning never loses a run
+        return
+    if not past_rounding(objective, at, -low, start, unmeasured=False):
         return
     warnings.warn(f"{type(objective).__name__}: f(x_bar) {BELOW_OPTIMUM_WORDS} = {best.value:.10g} of its optimum() "
                   "by more than rounding: that is not its minimum (check its _solve() or optimum()), and the "
