@@ -640,7 +640,7 @@ def record_metrics(opt, objective, oracle, metrics=METRICS, transform=None):
     name. ``transform(x)``: the models to measure instead of the gathered ``x`` (user-shaped, every node, on the
     root), e.g. with diverged replicas set aside."""
     # every process takes part in the gathers (collective under MPI); the root alone records, on the host
-    x = opt.gather_x(copy=transform is not None)  # read only here: no copies where the state is on the host
+    x = opt.gather_output(copy=transform is not None)  # read only here: no copies where the state is on the host
     if transform is not None and x is not None:
         x = transform(x)
     pair = opt.gradient_sum_tracker(oracle.last) if oracle.last is not None and "descent_deviation" in metrics else None

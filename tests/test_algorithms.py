@@ -184,6 +184,9 @@ def test_a_method_that_breaks_the_step_contract_is_told_which_rule():
     with pytest.raises(TypeError, match=r"NoModel: its state \('y',\) lacks its model block 'x'"):
         type("NoModel", (Base,), {"state": ("y",), "name": "no-model-238"})
     assert "no-model-238" not in REGISTRY
+    with pytest.raises(TypeError, match=r"NoOutput: its output block 'server' is not a full state block of \('x',\)"):
+        type("NoOutput", (Base,), {"output": "server", "name": "no-output-block"})
+    assert "no-output-block" not in REGISTRY
     type("AbstractBase", (Base,), {"model": "z"})  # (a base class of others, named nothing: not checked)
 
 

@@ -242,6 +242,10 @@ class Optimizer(AskTell, FailureHandling, Persistence):
     narrow = ()
     #: The block users see as ``x``.
     model = "x"
+    #: The block the harness measures as the nodes' models (:meth:`gather_output`): None, :attr:`model`; a
+    #: federated method whose clients keep their own models measures the server's (FedPD's and FedLT's
+    #: ``"server"``, every row of it), the model the method hands over.
+    output = None
     #: Work blocks (not state).
     scratch = 0
     #: Hyperparameters saved by ``state_dict`` (constructor keywords).
@@ -398,6 +402,9 @@ class Optimizer(AskTell, FailureHandling, Persistence):
             if cls.model not in cls.state:  # (a KeyError: 'x' from inside the constructor, naming nothing)
                 raise TypeError(f"{cls.__qualname__}: its state {cls.state!r} lacks its model block {cls.model!r} "
                                 "(the block x0 is loaded into, and the iterate: name it in state, or set model)")
+            if cls.output is not None and (cls.output not in cls.state or cls.output in cls.narrow):
+                raise TypeError(f"{cls.__qualname__}: its output block {cls.output!r} is not a full state block of "
+                                f"{cls.state!r} (the harness measures it as the nodes' models: one of them, or None)")
             REGISTRY[_registered_name(cls)] = cls
         for name in cls.hyper:  # the others are fixed once built (opt.tracker = ... was silently ignored)
             if not isinstance(getattr(cls, name, None), (_Fixed, _StepSize, property)):
@@ -1301,6 +1308,15 @@ class Optimizer(AskTell, FailureHandling, Persistence):
         copy = check_bool(copy, "copy")
         self._settle()
         return self._gather_user(self._cur[self.model], copy)
+
+    def gather_output(self, copy=True):
+        """The models the harness measures (:attr:`output`: the server's model of every row for FedPD and FedLT,
+        :meth:`gather_x` for the other methods), as :meth:`gather_x` gives them."""
+        if self.output is None:
+            return self.gather_x(copy)
+        copy = check_bool(copy, "copy")
+        self._settle()
+        return self._gather_user(self._cur[self.output], copy)
 
     def gather_state(self, name, copy=True):
         """A state block (``"y"``, ``"g"``, ...) of every node, like :meth:`gather_x`."""

@@ -33,8 +33,9 @@ class FedLT(Federated, Optimizer):
     with :math:`z_i` and :math:`x_i` at client :math:`i`'s row of ``x0`` at the start (so :math:`y_0` is their
     mean); a client not chosen keeps :math:`x_i` and :math:`z_i`, and the server its last :math:`z_i`
     (decent-bench 0.3.0's ``FedLT`` with ``local_solver="gd"`` writes the same update, ``penalty`` = ``rho``). The
-    rows of :attr:`x` are the clients' models :math:`x_i`; the server's :math:`y` is the state block ``"server"``.
-    A chosen client downloads :math:`y` and uploads :math:`z_i`.
+    rows of :attr:`x` are the clients' models :math:`x_i`; the server's :math:`y` is the state block ``"server"``,
+    the model the harness measures (:meth:`gather_output`). A chosen client downloads :math:`y` and uploads
+    :math:`z_i`.
 
     Parameters
     ----------
@@ -72,6 +73,7 @@ class FedLT(Federated, Optimizer):
     hyper = (*FEDERATED_HYPER, "rho", "seed")
     scratch = 3
     download_model = False
+    output = "server"  # (the harness measures the server's model: the one the method hands over)
 
     def __init__(self, n, x0, lr, backend="auto", *, local_steps=DEFAULT_LOCAL_STEPS, participation=1.0,
                  client_steps=None, selection="uniform", client_weights=None, rho=1.0, seed=0, check_finite=True,

@@ -39,8 +39,8 @@ class FedPD(Federated, Optimizer):
     client's model starts at its row of ``x0``, and a client not chosen keeps all three (the reference analyses
     every client taking part; decent-bench 0.3.0's ``FedPD`` writes the same update, ``penalty`` = ``eta``). The
     rows of :attr:`x` are the clients' models :math:`x_i` (they keep them from round to round: not the server's
-    :math:`s`, which is the state block ``"server"``). A chosen client uploads :math:`x_{0,i}^+` and downloads
-    :math:`s`.
+    :math:`s`, which is the state block ``"server"``, the model the harness measures: :meth:`gather_output`). A chosen
+    client uploads :math:`x_{0,i}^+` and downloads :math:`s`.
 
     The reference's rounds without communication: with probability ``skip_probability`` (:math:`p`, default 0;
     decent-bench's ``skip_probability``) a round's end sends nothing, and each chosen client takes its own
@@ -100,6 +100,7 @@ class FedPD(Federated, Optimizer):
     hyper = (*FEDERATED_HYPER, "eta", "skip_probability", "seed")
     scratch = 3
     download_model = False
+    output = "server"  # (the harness measures the server's model: the one the method hands over)
 
     def __init__(self, n, x0, lr, backend="auto", *, local_steps=DEFAULT_LOCAL_STEPS, participation=1.0,
                  client_steps=None, selection="uniform", client_weights=None, eta=1.0, skip_probability=0.0, seed=0,
