@@ -6690,7 +6690,8 @@ def test_a_bad_hyperparameter_value_is_refused_by_the_plan_naming_it():
 
 
 def test_a_spread_that_overflows_is_said_not_taken_for_one_run():
-    """Three repetitions ending at 1e300 .. 2e300: their standard deviation overflows to inf, and the text table
+    """Three repetitions ending at 1e300 .. 2e300: their standard deviation, 5e299, had overflowed in its squares
+    (printed "+- inf", helper 273: a diverged run's 6.8e247); one past the largest float is inf, and the text table
     printed "(1 run)" where markdown and LaTeX dropped the spread without a word."""
     from rowstoch_fast import report
 
@@ -6699,6 +6700,10 @@ def test_a_spread_that_overflows_is_said_not_taken_for_one_run():
     metric = cmp.frame_metric(frame)
     last = (frame["algorithm"] == "dsgd") & (frame["iteration"] == frame["iteration"].max())
     frame.loc[last, metric] = [1e300, 1.5e300, 2e300]
+    row = cmp.summary(frame).set_index("algorithm").loc["dsgd"]
+    assert row["final_std"] == pytest.approx(5e299, rel=1e-12)
+    assert "+- 5.0e+299" in cmp.format_summary(cmp.summary(frame))
+    frame.loc[last, metric] = [-1.7e308, 1.7e308, 1.7e308]  # (a standard deviation of 1.96e308: no float)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", RuntimeWarning)
         table = cmp.summary(frame)

@@ -465,7 +465,15 @@ def _spread(values):
     passes had given 5.1e-25 of three equal values, and the note of repetitions that ended equal went unsaid,
     helper 210)."""
     v = values.to_numpy(dtype=np.float64)
-    return 0.0 if np.isfinite(v).all() and v.min() == v.max() else float(values.std(ddof=1))
+    if np.isfinite(v).all() and v.min() == v.max():
+        return 0.0
+    kept = v[~np.isnan(v)]  # (pandas' rule: NaN left out)
+    with np.errstate(over="ignore", invalid="ignore"):
+        sd = float(values.std(ddof=1))
+        if math.isfinite(sd) or kept.size < 2 or not np.isfinite(kept).all():
+            return sd
+        scale = float(np.abs(kept).max())  # (in units of the largest: the squares of values past 1e154 had
+        return float(np.std(kept / scale, ddof=1) * scale)  # overflowed, "6.8e+247 +- inf", helper 273)
 
 
 def _packed_note(table):
