@@ -1234,7 +1234,10 @@ def test_a_random_quadratic_beyond_memory_is_refused_with_its_size(monkeypatch):
         Quadratic.random(n=10**6, d=10**6)
 
 
-@pytest.mark.parametrize("value,got", [("[1, 2]", "shape (2,)"), ('"1..4"', "shape ()")])
+@pytest.mark.parametrize("value,got", [("[1, 2]", "(one per client), got shape (2,)"),
+                                       ('"1..4"', "(one per client: on the command line client_steps=1,2,...), got the "
+                                                  "string '1..4' (the FIRST..LAST and @FILE forms of the network "
+                                                  "options are not read here)")])
 def test_a_per_client_list_in_a_file_is_checked_on_the_networks_size(tmp_path, value, got):
     """`client_steps = "1..4"` with n = 8 was refused as "must be 4 integers" (the check's 4-node stand-in), and
     `client_steps = [1, 2]` without the file and table: both name the file, the table and the network's 8 clients."""
@@ -1242,7 +1245,7 @@ def test_a_per_client_list_in_a_file_is_checked_on_the_networks_size(tmp_path, v
     path.write_text('[network]\ntopology = "exponential"\nn = 8\n[objective]\nkind = "least-squares"\nd = 4\n'
                     f'[run]\nrounds_budget = 40\nrepeats = 1\n[algorithms.fedavg]\nlr = 0.05\nclient_steps = {value}\n')
     code, _, err = rowstoch_here("compare", "--config", path, "--out", tmp_path / "o", "--no-progress")
-    assert code == 2 and f"e.toml: [algorithms.fedavg] client_steps must be 8 integers (one per client), got {got}" in err
+    assert code == 2 and f"e.toml: [algorithms.fedavg] client_steps must be 8 integers {got}" in err
 
 
 def test_live_with_quiet_draws_its_figure_and_no_text_plot(tmp_path, monkeypatch):

@@ -190,6 +190,11 @@ class Federated(LocalSteps):
         ``1 .. K`` (heterogeneous devices; a client idles for the rest of the round)."""
         if client_steps is None:
             return None
+        if isinstance(client_steps, str):  # (helper 273: "1..4", the per-node form of the network options, had been
+            # answered "got shape ()")
+            raise ValueError(f"client_steps must be {n} integers (one per client: on the command line "
+                             f"client_steps=1,2,...), got the string {client_steps!r} (the FIRST..LAST and @FILE "
+                             f"forms of the network options are not read here)")
         try:
             tau = np.asarray(client_steps)
         except ValueError:  # (a ragged sequence)
