@@ -425,16 +425,28 @@ def _kept(array, given):
     kept the caller's array followed its later changes in its gradients while its cached optimum did not: a
     converged run's suboptimality read 0.43, and DGD tied EXTRA and NIDS in a comparison (helper 267). A read-only
     array is kept as it is (data too large to hold twice: pass it read-only, e.g. a memory map opened with
-    ``mode="r"``)."""
-    if array.flags.writeable and (array is given or not array.flags.owndata):
+    ``mode="r"``), unless it views memory that is writeable (a read-only view of the caller's writeable array had
+    been kept without a copy, following the array's later changes)."""
+    if array.flags.writeable and (array is given or not array.flags.owndata) or _writeable_beneath(array):
         require_memory(array.nbytes, f"a copy of the data ({array.shape[0]} x "
                        f"{array.shape[1] if array.ndim > 1 else 1} {array.dtype})",
-                       "pass it read-only (array.setflags(write=False)) to keep it without a copy")
+                       "pass it read-only (array.setflags(write=False), and the array it views too) to keep it "
+                       "without a copy")
         array = array.copy()
     array.setflags(write=False)
     view = array.view()  # (a view of read-only memory: ``f.y.setflags(write=True)`` cannot undo it, helper 267)
     view.setflags(write=False)
     return view
+
+
+def _writeable_beneath(array):
+    """Whether an array views memory that some array can still write: one of the arrays beneath it is writeable."""
+    base = array.base
+    while isinstance(base, np.ndarray):
+        if base.flags.writeable:
+            return True
+        base = base.base
+    return False
 
 
 def _handed_over(*arrays):

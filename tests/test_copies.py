@@ -148,6 +148,13 @@ def test_an_objective_keeps_its_own_data_and_an_optimum_of_what_defines_it_now()
     frozen = H.copy()
     frozen.setflags(write=False)  # (a read-only array is kept as it is: data too large to hold twice)
     assert np.shares_memory(LeastSquares(frozen, y, 8).H, frozen)
+    view = H.view()  # (a read-only view of writeable memory had been kept as it was: the caller's later changes
+    view.setflags(write=False)  # to H were the objective's)
+    viewed, was = LeastSquares(view, y, 8), H.copy()
+    before = viewed.optimum()
+    H += 1.0
+    assert not np.shares_memory(viewed.H, H) and viewed.optimum() == before
+    assert np.array_equal(viewed.H.reshape(64, 5), was)
     made = LeastSquares.synthetic(8, seed=5), LogisticL2.synthetic(8, total=800, batch=10, seed=1)
     for kept in (f.H, f.y, g.q, made[0].H, made[1].Y):
         with pytest.raises(ValueError, match="WRITEABLE"):  # (nor made writeable again: helper 267)
