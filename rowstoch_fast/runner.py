@@ -1277,9 +1277,7 @@ def warn_if_draws_shared(cls, options, repeats, stacklevel=2):
     keyed on its ``seed``, not on the replica, so their spread leaves the draws out (helper 273: three repetitions
     of FedAvg at participation 0.5 ended at one value, +- 0, whatever the run's seed). ``rowstoch compare`` runs such
     a method's repetitions one at a time, on ``seed + r``."""
-    drawn = cls.draws_for(options) or getattr(cls, "federated", False) and float(options.get("participation", 1)) < 1
-    if repeats > 1 and drawn:  # (FedPD with skipped rounds: its coins, which a comparison's repetitions share,
-        # choose its clients too: draws_for is False, and its repetitions share them, helper 274)
+    if repeats > 1 and cls.draws_for(options):
         warnings.warn(f"{cls.__name__}'s {repeats} repetitions share one draw of its clients (they follow its seed, "
                       f"{options.get('seed', 0)}, not the repetition): their spread leaves the clients' draws out; "
                       "run each repetition with seed + r for it (as rowstoch compare does)", RuntimeWarning,

@@ -1384,7 +1384,8 @@ def test_a_comparison_of_an_earlier_version_whose_repetitions_shared_the_clients
                            '[algorithms.fedavg]\nlr = 0.05\nparticipation = 0.25\n[algorithms.dsgd]\nlr = 0.05\n')
     out = tmp_path / "o"
     assert cli.main(["compare", "--config", path, "--out", str(out), "--no-progress", "--format", "none"]) == 0
-    assert json.loads((out / "experiment.json").read_text())["own_draws"] == "per repetition"
+    assert json.loads((out / "experiment.json").read_text())["own_draws"] == "per repetition, FedPD's skipped " \
+        "rounds too"
     assert cli.main(["compare", "--resume", str(out), "--repeats", "2", "--no-progress"]) == 0  # (this version's)
     document = json.loads((out / "experiment.json").read_text())
     del document["own_draws"]  # (as an earlier version wrote it)
@@ -1393,3 +1394,21 @@ def test_a_comparison_of_an_earlier_version_whose_repetitions_shared_the_clients
     assert cli.main(["compare", "--resume", str(out), "--repeats", "3", "--no-progress"]) == 2
     assert "was written by an earlier version, whose repetitions of fedavg all drew the same clients" \
         in _one_line(capsys)
+
+
+def test_a_comparison_whose_fedpd_with_skipped_rounds_shared_its_clients_is_not_grown(tmp_path, capsys):
+    # (a version of own_draws "per repetition" drew FedAvg's clients per repetition, FedPD's with skipped rounds not:
+    # its FedAvg grows, its FedPD is refused)
+    path = _file(tmp_path, '[network]\ntopology = "ring"\nn = 8\nundirected = true\nweights = "metropolis"\n'
+                           '[algorithms.fedavg]\nlr = 0.05\nparticipation = 0.25\n[algorithms.fedpd]\nlr = 0.05\n'
+                           'participation = 0.5\nskip_probability = 0.3\n')
+    out = tmp_path / "o"
+    assert cli.main(["compare", "--config", path, "--out", str(out), "--no-progress", "--format", "none",
+                     "--rounds-budget", "8"]) == 0
+    document = json.loads((out / "experiment.json").read_text())
+    document["own_draws"] = "per repetition"
+    (out / "experiment.json").write_text(json.dumps(document))
+    capsys.readouterr()
+    assert cli.main(["compare", "--resume", str(out), "--repeats", "3", "--no-progress"]) == 2
+    line = _one_line(capsys)
+    assert "whose repetitions of fedpd all drew the same clients" in line and "fedavg" not in line

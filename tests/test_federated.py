@@ -685,8 +685,37 @@ def test_a_comparisons_repetitions_draw_their_own_clients():
                     FedAvg.iterations_for(30), progress=False)
         assert alone.frame["suboptimality"].iloc[-1] == ends[r]
     assert not REGISTRY["fedavg"].draws_for({"participation": 1.0})
-    assert not REGISTRY["fedpd"].draws_for({"participation": 0.5, "skip_probability": 0.5})  # (coins set its
-    # iterations, which the repetitions share)
+
+
+def test_fedpd_with_skipped_rounds_draws_its_clients_per_repetition_on_shared_coins():
+    # (its coins set its iterations for a budget, which the repetitions share: its clients, keyed on the same seed,
+    # had been shared too, and the spread had left their draws out, helper 274)
+    from rowstoch_fast import Algorithm, topology
+    from rowstoch_fast.compare import compare
+    from rowstoch_fast.objectives import LeastSquares
+    from rowstoch_fast.runner import run
+
+    A = topology.ring(8, directed=False, weights="metropolis")
+    f = LeastSquares.synthetic(8, samples_per_node=8, d=4, seed=1)
+    options = {"participation": 0.5, "skip_probability": 0.4, "seed": 3}
+    frame = compare(A, f, ["fedpd"], 12, lr=0.05, repeats=3, tune=False, progress=False, hyper={"fedpd": options})
+    ends = frame.groupby("rep")["suboptimality"].last()
+    assert ends.nunique() == 3
+    iterations = FedPD.iterations_for(12, options=options)
+    assert (frame.groupby("rep")["iteration"].max() == iterations).all()
+    for r in range(3):  # (repetition r: clients of seed + r, coins of seed)
+        alone = run(Algorithm(A, 0.05, method="fedpd", participation=0.5, skip_probability=0.4, seed=3 + r,
+                              coin_seed=3), f, iterations, progress=False)
+        assert alone.frame["suboptimality"].iloc[-1] == ends[r]
+    assert REGISTRY["fedpd"].redrawn_options(options, 2) == {**options, "seed": 5, "coin_seed": 3}
+    assert REGISTRY["fedpd"].redrawn_options({"participation": 0.5}, 2) == {"participation": 0.5, "seed": 2}
+    assert FedPD.iterations_for(12, options={**options, "seed": 9, "coin_seed": 3}) == iterations
+    a, b = (FedPD(8, np.zeros(2), 0.05, skip_probability=0.4, participation=0.5, seed=s, coin_seed=3) for s in (3, 4))
+    grad, _ = problem(n=8, d=2)
+    for _ in range(40):
+        a.step(grad), b.step(grad)
+    assert a.communication_rounds == b.communication_rounds and not np.array_equal(a.x, b.x)
+    assert FedPD.from_state_dict(a.state_dict()).coin_seed == 3
 
 
 def test_a_tunings_streams_draw_their_own_clients(tmp_path):
@@ -791,8 +820,8 @@ def test_repetitions_of_one_run_that_share_their_clients_are_warned_about():
         warnings.simplefilter("error")
         run(Algorithm(A, 0.05, method="fedavg"), f, 8, repeats=3, progress=False)  # (every client: nothing drawn)
         run(Algorithm(A, 0.05, method="fedavg", participation=0.5), f, 8, progress=False)
-    with pytest.warns(RuntimeWarning, match="FedPD's 2 repetitions share one draw of its clients"):  # (its coins,
-        # which set its iterations, choose them: draws_for is False, helper 274)
+    with pytest.warns(RuntimeWarning, match="FedPD's 2 repetitions share one draw of its clients"):  # (skipped
+        # rounds too: helper 274)
         run(Algorithm(A, 0.05, method="fedpd", participation=0.5, skip_probability=0.3), f, 8, repeats=2,
             progress=False)
 
@@ -813,13 +842,11 @@ def test_a_comparisons_caption_says_how_the_clients_were_chosen_and_what_the_net
     assert "Not over the network's model: fedavg, scaffold (they average exactly" in caption
     assert "Clients a round: fedavg 1 of 6 (by size), K = 4 local steps; scaffold all 6, K = 4 local steps." in caption
     (tmp_path / "pd.toml").write_text('[run]\nalgorithms = "fedpd"\n[algorithms.fedpd]\nparticipation = 0.5\n'
-                                      'skip_probability = 0.3\n')  # (its coins, which set its iterations, choose the
-    # clients too: its repetitions share them, +- 0 unsaid)
+                                      'skip_probability = 0.3\n')  # (its repetitions draw their own clients now)
     assert cli.main(["compare", "--config", str(tmp_path / "pd.toml"), "--n", "6", "--objective", "least-squares",
                      "--lr", "0.02", "--rounds-budget", "4", "--repeats", "2", "--out", str(tmp_path / "pd"),
                      "--no-progress", "--jobs", "1"]) == 0
-    assert "fedpd 3 of 6 (uniformly), K = 4 local steps, the same clients in every repetition." in \
-        (tmp_path / "pd" / "summary.md").read_text()
+    assert "fedpd 3 of 6 (uniformly), K = 4 local steps." in (tmp_path / "pd" / "summary.md").read_text()
 
 
 def test_a_runs_default_records_of_a_local_update_method_fall_at_rounds_ends():

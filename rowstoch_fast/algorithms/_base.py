@@ -835,6 +835,12 @@ class Optimizer(AskTell, FailureHandling, Persistence):
         final value 6x, helper 266). False: it draws nothing of its own."""
         return False
 
+    @classmethod
+    def redrawn_options(cls, options, shift):
+        """The constructor ``options`` of draws of its own ``shift`` along (a comparison's repetition ``r``, a
+        tuning's stream) for a method that :meth:`draws_for` them: its ``seed + shift`` (mod 2^63)."""
+        return {**options, "seed": (int(options.get("seed", 0)) + int(shift)) % 2**63}
+
     def _talking_iterations(self):
         """Iterations so far that sent messages (all but the first :attr:`silent_iterations`)."""
         return max(0, self.iteration - self.silent_iterations)

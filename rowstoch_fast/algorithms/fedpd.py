@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from .._checks import check_positive_float
+from .._checks import check_int, check_positive_float
 from .._hashing import uniform_hash
 from ._base import Optimizer
 from ._federated import FEDERATED_HYPER, Federated
@@ -51,12 +51,12 @@ class FedPD(Federated, Optimizer):
         x_i \leftarrow y_i, \quad \lambda_i \leftarrow \lambda_i + (y_i - x_{0,i}) / \eta, \quad
         x_{0,i} \leftarrow y_i + \eta \lambda_i \qquad (i \in S), \qquad s \text{ as it was.}
 
-    Round :math:`r` communicates where a counter-based hash of ``(seed, r)`` is at least :math:`p` (the same coins
-    for every replica and process). With :math:`p > 0` the method is not exact: at the minimiser (``x_i = x_{0,i} =
-    x*``, :math:`\lambda_i = -\nabla f_i(x^*)`) a skipped round moves each centre to
-    :math:`x^* - \eta \nabla f_i(x^*)`, so the minimiser is no fixed point of it (a test: the models stay
-    :math:`10^{-2}` and more away on heterogeneous quadratics with exact gradients; decent-bench 0.3.0 writes the
-    same skipped round). :attr:`communication_rounds` and :meth:`traffic` count the rounds that
+    Round :math:`r` communicates where a counter-based hash of ``(coin_seed, r)`` is at least :math:`p` (the same
+    coins for every replica and process; ``coin_seed`` is ``seed`` by default). With :math:`p > 0` the method is
+    not exact: at the minimiser (``x_i = x_{0,i} = x*``, :math:`\lambda_i = -\nabla f_i(x^*)`) a skipped round
+    moves each centre to :math:`x^* - \eta \nabla f_i(x^*)`, so the minimiser is no fixed point of it (a test: the
+    models stay :math:`10^{-2}` and more away on heterogeneous quadratics with exact gradients; decent-bench 0.3.0
+    writes the same skipped round). :attr:`communication_rounds` and :meth:`traffic` count the rounds that
     communicate; ``rowstoch compare`` runs the rounds whose coins make exactly its budget of them
     (:meth:`iterations_for`, as :class:`~rowstoch_fast.ProxSkip`'s budget rule).
 
@@ -70,6 +70,10 @@ class FedPD(Federated, Optimizer):
         :math:`1 / \eta` (``> 0``).
     skip_probability : float, default 0.0
         The probability :math:`p` in ``[0, 1)`` that a round ends without communication (above).
+    coin_seed : int, optional
+        The seed of the rounds' coins; default: ``seed`` (which also chooses the clients). ``rowstoch compare``
+        runs repetition ``r`` on ``seed + r`` with the coins of ``seed``: its clients drawn anew, its rounds (and so
+        its iterations for a budget) shared.
     backend, check_finite, comm, partition
         As in :class:`~rowstoch_fast.PullDiagGT`.
 
@@ -97,30 +101,44 @@ class FedPD(Federated, Optimizer):
     goal_conditions = " (every client every round, no round skipped)"  # (at participation 0.5 it ended 0.49 from
     # x*: a chosen client's candidate at x* is x* - eta grad f_i(x*), and the server averages the chosen alone)
     state = ("x", "server", "lam", "center")
-    hyper = (*FEDERATED_HYPER, "eta", "skip_probability", "seed")
+    hyper = (*FEDERATED_HYPER, "eta", "skip_probability", "coin_seed", "seed")
     scratch = 3
     download_model = False
     output = "server"  # (the harness measures the server's model: the one the method hands over)
 
     def __init__(self, n, x0, lr, backend="auto", *, local_steps=DEFAULT_LOCAL_STEPS, participation=1.0,
-                 client_steps=None, selection="uniform", client_weights=None, eta=1.0, skip_probability=0.0, seed=0,
-                 check_finite=True, comm=None, partition=None):
+                 client_steps=None, selection="uniform", client_weights=None, eta=1.0, skip_probability=0.0,
+                 coin_seed=None, seed=0, check_finite=True, comm=None, partition=None):
         self._start(x0, {}, backend, check_finite, comm, partition, n=n, lr=lr, local_steps=local_steps,
                     participation=participation, client_steps=client_steps, selection=selection,
-                    client_weights=client_weights, eta=eta, skip_probability=skip_probability, seed=seed)
+                    client_weights=client_weights, eta=eta, skip_probability=skip_probability, coin_seed=coin_seed,
+                    seed=seed)
 
     @classmethod
-    def draws_for(cls, options=None):
-        """Its clients are drawn, as the other federated methods', but where rounds skip communication
-        (``skip_probability`` above 0): their coins set its iterations (:meth:`iterations_for`), which a
-        comparison's repetitions share, so they draw the same."""
-        return super().draws_for(options) and not float((options or {}).get("skip_probability", 0.0)) > 0.0
+    def redrawn_options(cls, options, shift):
+        """Its clients drawn anew (``seed + shift``) and its coins kept (``coin_seed``: the coins set its
+        iterations for a budget, :meth:`iterations_for`, which a comparison's repetitions share; they had kept
+        the clients too, and their spread had left the clients' draws out, helper 274)."""
+        out = super().redrawn_options(options, shift)
+        if cls._check_skip(options.get("skip_probability", 0.0)) > 0 and options.get("coin_seed") is None:
+            out["coin_seed"] = cls._coin_seed_of(options)
+        return out
 
-    def _check_hyper(self, n, lr, eta=1.0, skip_probability=0.0, **federated):
+    @staticmethod
+    def _coin_seed_of(options):
+        """The seed of the coins of these constructor ``options``: ``coin_seed``, else ``seed``."""
+        seed = options.get("coin_seed")
+        return check_int(options.get("seed", 0) if seed is None else seed, "coin_seed", minimum=0,
+                         maximum=2**63 - 1)
+
+    def _check_hyper(self, n, lr, eta=1.0, skip_probability=0.0, coin_seed=None, **federated):
         hyper = self._check_federated(n, lr, **federated)
         self.eta = check_positive_float(eta, "eta")
         self.skip_probability = self._check_skip(skip_probability)
-        return {**hyper, "eta": self.eta, "skip_probability": self.skip_probability}
+        self.coin_seed = None if coin_seed is None else check_int(coin_seed, "coin_seed", minimum=0,
+                                                                  maximum=2**63 - 1)
+        self._coins = self.seed if self.coin_seed is None else self.coin_seed
+        return {**hyper, "eta": self.eta, "skip_probability": self.skip_probability, "coin_seed": self.coin_seed}
 
     @staticmethod
     def _check_skip(p):
@@ -142,14 +160,14 @@ class FedPD(Federated, Optimizer):
         """``K`` local steps per round, and the rounds whose coins make exactly ``budget`` communications."""
         options = options or {}
         K = cls._check_local_steps(options.get("local_steps", DEFAULT_LOCAL_STEPS))
-        p, seed = cls._check_skip(options.get("skip_probability", 0.0)), int(options.get("seed", 0))
+        p, seed = cls._check_skip(options.get("skip_probability", 0.0)), cls._coin_seed_of(options)
         if p == 0:
             return max(0, budget) * K
         return K * steps_to_budget(lambda r: cls.communicates(seed, p, r), budget, 1 - p, "skip_probability", p)
 
     def _talks(self, t):
-        return super()._talks(t) and (self.skip_probability == 0
-                                      or bool(self.communicates(self.seed, self.skip_probability, t // self.local_steps)))
+        return super()._talks(t) and (self.skip_probability == 0 or bool(
+            self.communicates(self._coins, self.skip_probability, t // self.local_steps)))
 
     def _talking_iterations(self):
         """The rounds done so far that communicated (a running count: each call costs the coins since the last)."""
@@ -160,7 +178,7 @@ class FedPD(Federated, Optimizer):
         if R < done:
             done, count = 0, 0
         if R > done:
-            count += int(self.communicates(self.seed, self.skip_probability, np.arange(done, R)).sum())
+            count += int(self.communicates(self._coins, self.skip_probability, np.arange(done, R)).sum())
         self._talked = (R, count)
         return count
 

@@ -378,8 +378,13 @@ def _refuse_shared_draws(args, gname, sname, specs, hyper):
         return
     previous = _previous_of(args, gname, sname)
     kept = set(previous["algorithm"]) if previous is not None and "algorithm" in previous.columns else set()
+    def drew_then(method, options):  # (a version of "per repetition": all but FedPD with skipped rounds)
+        return args.own_draws == "per repetition" and not (
+            method == "fedpd" and float(options.get("skip_probability", 0.0)) > 0)
+
     drawing = [label for label, method, _ in specs if label in kept and
-               REGISTRY[method].draws_for((hyper or {}).get(label, {}))]
+               REGISTRY[method].draws_for((hyper or {}).get(label, {})) and
+               not drew_then(method, (hyper or {}).get(label, {}))]
     if drawing:
         raise UsageError(f"--resume {args.resume!r} was written by an earlier version, whose repetitions of "
                          f"{', '.join(drawing)} all drew the same clients; this version draws them anew in each "
@@ -1113,8 +1118,10 @@ _SETTINGS_AFTER = ("rounds_budget", "lr", "mg_rounds", "tracker", "backend", "re
 
 
 #: experiment.json's note of how a method's own draws (a federated method's clients) go over the repetitions: each
-#: repetition on the method's seed + r. Absent in a comparison of an earlier version, whose repetitions shared them.
-OWN_DRAWS = "per repetition"
+#: repetition on the method's seed + r (:meth:`~rowstoch_fast.algorithms.Optimizer.redrawn_options`), FedPD's with
+#: skipped rounds too (on the coins of its seed). Absent in a comparison of an earlier version, whose repetitions
+#: shared them; "per repetition" in one whose FedPD with skipped rounds shared its clients.
+OWN_DRAWS = "per repetition, FedPD's skipped rounds too"
 
 
 def _write_experiment(args, problems, file_algorithms):
@@ -1213,12 +1220,12 @@ def _caption(args, problems):
             # API's default caption; a table of one method and one repetition had read "every rank is shared")
             + (" R: gossip rounds per iteration (a multi-round method's several)."  # (helper 158 read it as the
                if any(label.startswith("mg-") for p in problems for label, *_ in p[4]) else "")  # repetitions)
-            + (_own_draws(problems) if args.repeats > 1 else "") + _exact_averaging_words(problems, args.repeats)
+            + (_own_draws(problems) if args.repeats > 1 else "") + _exact_averaging_words(problems)
             + "".join(f" {words[0].upper()}{words[1:]}." for words in _left_out_words(args, problems)))  # (a
     # sweep's sections of different methods said where they are read: helper 233)
 
 
-def _exact_averaging_words(problems, repeats):
+def _exact_averaging_words(problems):
     """The caption's sentences on the methods that average exactly (a federated method, the centralized baseline):
     where a setting has a communication model, those it does not reach (their rows are reliable links' whatever the
     caption's "20% of messages lost" said, helper 273), and each federated method's clients (how many a round, how
@@ -1243,10 +1250,7 @@ def _exact_averaging_words(problems, repeats):
             rule = {"uniform": "uniformly", "size": "by size", "fair": "in turn"}[options.get("selection", "uniform")]
             clients.append(f"{label} {'all ' + str(A.n) if m >= A.n else f'{m} of {A.n} ({rule})'}, K = "
                            f"{options.get('local_steps', DEFAULT_LOCAL_STEPS)} local steps"
-                           + (" (client_steps of their own)" if options.get("client_steps") is not None else "")
-                           + (", the same clients in every repetition" if repeats > 1 and m < A.n and
-                              not cls.draws_for(options) else ""))  # (FedPD's skipped rounds: its coins, which set
-            # its iterations, choose them)
+                           + (" (client_steps of their own)" if options.get("client_steps") is not None else ""))
         if clients:
             rounds.append((where, "Clients a round: " + "; ".join(clients)))
     if len({text for _, text in rounds}) == 1:  # (the same in every setting: once, a --loss 0,0.2 sweep's too)

@@ -211,7 +211,7 @@ class Method:
         otherwise."""
         if not shift or not self.draws:
             return self
-        return replace(self, options={**self.options, "seed": (int(self.options.get("seed", 0)) + int(shift)) % 2**63})
+        return replace(self, options=REGISTRY[self.method].redrawn_options(self.options, shift))
 
     def algorithm(self, A, lr, backend, **extra):
         """The :class:`~rowstoch_fast.Algorithm` of this method on ``A`` at ``lr``."""
