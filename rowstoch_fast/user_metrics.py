@@ -125,7 +125,7 @@ class MetricState:
     ----------
     x : numpy.ndarray, shape (n, d)
         Every node's model (a read-only view: valid during the call only; copy what you keep): what the method
-        hands over, the server's model on every row for FedPD and FedLT (their clients' own models are
+        hands over, the server's model on every row for a federated method (its clients' own models are
         ``algorithm.gather_x()``).
     x_bar : numpy.ndarray, shape (d,)
         Their plain mean (the point ``suboptimality`` and the test metrics are measured at).

@@ -544,11 +544,10 @@ def test_the_harness_measures_the_model_the_method_hands_over(method):
         frame = rf.run(alg, f, 40, record_every=40, progress=False, metrics=["suboptimality", "consensus_error",
                                                                             spread])
     measured = opt.gather_output()
-    assert measured.shape == opt.gather_x().shape
+    np.testing.assert_array_equal(measured, opt.gather_state("server"))
     if method == "fedavg":
-        np.testing.assert_array_equal(measured, opt.gather_x())
+        np.testing.assert_array_equal(measured, opt.gather_x())  # (after a round: the download)
     else:
-        np.testing.assert_array_equal(measured, opt.gather_state("server"))
         assert np.ptp(opt.gather_x(), axis=0).max() > 1e-3  # (the clients' models differ: the test can fail)
     best = f.optimum().value
     want = f.value_and_gradient_at(measured.mean(axis=0)[None])[0][0] - best
@@ -863,3 +862,6 @@ def test_a_runs_default_records_of_a_local_update_method_fall_at_rounds_ends():
     assert (iterations % 4 == 0).all() and 90 <= len(iterations) <= 130
     assert history.frame["consensus_error"].max() < 1e-12  # (every record the server's model on every row)
     assert len(run(Algorithm(A, 0.05, method="dsgd"), f, 1000, progress=False).frame["iteration"].unique()) == 101
+    inside = run(Algorithm(A, 0.05, method="fedavg", participation=0.5), f, 40, record_every=3, progress=False)
+    assert (inside.frame["iteration"] % 4 != 0).any()  # (records inside rounds: of the server's model too)
+    assert inside.frame["consensus_error"].max() < 1e-12

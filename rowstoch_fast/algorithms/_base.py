@@ -243,8 +243,7 @@ class Optimizer(AskTell, FailureHandling, Persistence):
     #: The block users see as ``x``.
     model = "x"
     #: The block the harness measures as the nodes' models (:meth:`gather_output`): None, :attr:`model`; a
-    #: federated method whose clients keep their own models measures the server's (FedPD's and FedLT's
-    #: ``"server"``, every row of it), the model the method hands over.
+    #: federated method's is its server's model (``"server"``, every row of it), the model it hands over.
     output = None
     #: Work blocks (not state).
     scratch = 0
@@ -1316,8 +1315,8 @@ class Optimizer(AskTell, FailureHandling, Persistence):
         return self._gather_user(self._cur[self.model], copy)
 
     def gather_output(self, copy=True):
-        """The models the harness measures (:attr:`output`: the server's model of every row for FedPD and FedLT,
-        :meth:`gather_x` for the other methods), as :meth:`gather_x` gives them."""
+        """The models the harness measures (:attr:`output`: the server's model on every row for a federated
+        method, :meth:`gather_x` for the others), as :meth:`gather_x` gives them."""
         if self.output is None:
             return self.gather_x(copy)
         copy = check_bool(copy, "copy")

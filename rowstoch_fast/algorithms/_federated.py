@@ -15,14 +15,14 @@ local-update methods count: :class:`~._local.LocalSteps`):
 - at the round's last step the chosen clients upload, the server updates ``s`` (a method's own rule), and every
   row gets the new ``s`` (the download).
 
-So ``x`` at the end of every round is the server model on every row, and the harness's metrics of the nodes'
-models are those of the server's. The primal-dual methods (:class:`~rowstoch_fast.FedPD`,
+So ``x`` at the end of every round is the server model on every row. The harness measures the server's model
+(:attr:`~rowstoch_fast.algorithms.Optimizer.output`), at a round's end and inside a round alike (a record inside a
+round had measured the chosen clients' half-done local models, helper 273). The primal-dual methods (:class:`~rowstoch_fast.FedPD`,
 :class:`~rowstoch_fast.FedLT`: ``download_model = False``) differ: each client keeps its own model from round to
 round (a row of ``x``, where its next local steps start; every row starts at its row of ``x0``), the server's
-broadcast goes into a state block (:attr:`~rowstoch_fast.algorithms.Optimizer.output`), which the harness measures
-on every row: the model the method hands over, as the other methods' after a round (the clients' mean, which no
-one holds, had been measured: under partial participation FedPD's was 15-100x closer to x* than its server's model,
-helper 273).
+broadcast goes into the state block ``"server"`` alone, and the harness measures it, the model the method hands
+over (the clients' mean, which no one holds, had been measured: under partial participation FedPD's was 15-100x
+closer to x* than its server's model, helper 273).
 
 The selection rules (``selection``; each draws :math:`m` = ``floor(participation n)`` clients a round, all of them
 where :math:`m = n`):
@@ -117,6 +117,9 @@ class Federated(LocalSteps):
     #: Whether every row of ``x`` gets the server model at a round's end (and a chosen client starts its local
     #: steps from it); False: each client keeps its own model (FedPD, FedLT), the server's is a state block only.
     download_model = True
+    #: The block the harness measures (:attr:`~rowstoch_fast.algorithms.Optimizer.output`): the server's model on
+    #: every row, inside a round too (where the rows of ``x`` are the chosen clients' half-done local models).
+    output = "server"
     #: (:attr:`~rowstoch_fast.algorithms.Optimizer.goal_conditions`) Steps of unequal length (``client_steps``)
     #: weigh the clients by them, and clients chosen by size (``selection="size"``, drawn without replacement) by
     #: their inclusion rates: the local steps' average then moves towards another point, O(1) away whatever the

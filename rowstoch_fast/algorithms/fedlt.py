@@ -73,7 +73,6 @@ class FedLT(Federated, Optimizer):
     hyper = (*FEDERATED_HYPER, "rho", "seed")
     scratch = 3
     download_model = False
-    output = "server"  # (the harness measures the server's model: the one the method hands over)
 
     def __init__(self, n, x0, lr, backend="auto", *, local_steps=DEFAULT_LOCAL_STEPS, participation=1.0,
                  client_steps=None, selection="uniform", client_weights=None, rho=1.0, seed=0, check_finite=True,

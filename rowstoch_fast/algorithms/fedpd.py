@@ -104,7 +104,6 @@ class FedPD(Federated, Optimizer):
     hyper = (*FEDERATED_HYPER, "eta", "skip_probability", "coin_seed", "seed")
     scratch = 3
     download_model = False
-    output = "server"  # (the harness measures the server's model: the one the method hands over)
 
     def __init__(self, n, x0, lr, backend="auto", *, local_steps=DEFAULT_LOCAL_STEPS, participation=1.0,
                  client_steps=None, selection="uniform", client_weights=None, eta=1.0, skip_probability=0.0,
