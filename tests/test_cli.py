@@ -791,7 +791,8 @@ def test_two_runs_into_one_folder_are_refused_while_the_first_writes(tmp_path, c
 
     out, ck = tmp_path / "res", tmp_path / "ck.npz"
     first = subprocess.Popen([sys.executable, "-m", "rowstoch_fast.cli", "run", "--n", "4", "--iterations",
-                              "100000000", "--record-every", "1000", "--no-progress", "--out", str(out),
+                              "10000000", "--record-every", "1000", "--no-progress", "--out", str(out),  # (its first
+                              # checkpoint after 10^5 iterations: 10^8 had made the test wait 20-110 s for it)
                               "--checkpoint", str(ck)],
                              stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, cwd=tmp_path,
                              preexec_fn=sigint_as_usual)
