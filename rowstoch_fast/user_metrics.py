@@ -80,7 +80,8 @@ NODE_QUANTITIES = {
 #: The metrics of a federated method (NaN for the others), and what each is.
 FEDERATED_METRICS = {
     "client_drift": "the mean distance ||y_i - s|| of the last round's chosen clients' models, at the end of their "
-                    "local steps, from the server model s they were sent (Federated.client_drift)",
+                    "local steps, from the server model s they were sent (FedPD, FedLT: from the server's model, "
+                    "their steps starting at their own; Federated.client_drift)",
     "participation_fairness": "Jain's index (sum c_i)^2 / (n sum c_i^2) of how often each client was chosen so far: "
                               "1 for equal turns (Federated.participation_fairness)",
 }

@@ -57,7 +57,9 @@ What the harness can record of them (:meth:`Federated.participation_counts`, :me
 the metrics ``client_drift``, ``participation_fairness`` and ``node_<statistic>_participation`` of
 :mod:`rowstoch_fast.user_metrics`): how often each client was chosen in the rounds done, Jain's fairness index of
 those counts, and the client drift, the mean distance :math:`\|y_i - s\|` of the chosen clients' local models at
-the end of a round's local steps from the server model :math:`s` they were sent.
+the end of a round's local steps from the server model :math:`s` they were sent (FedPD's and FedLT's clients
+start their steps from their own models: their drift is from the server's model all the same, and so counts how
+far apart the clients' models are too, helper 273).
 
 The choice of clients is keyed on the method's ``seed``, not on the replica or the run's seed: the replicas of one
 optimizer (``rf.run``'s repetitions) share it. ``rowstoch compare`` runs repetition ``r`` of a method that draws
@@ -303,7 +305,8 @@ class Federated(LocalSteps):
         r"""The client drift of the last round done, one value per replica (shape ``(reps,)``, or ``()`` without
         replicas): the mean over the round's chosen clients of :math:`\|y_i - s\|_2`, their models at the end of
         their local steps against the server model :math:`s` they were sent (what SCAFFOLD's correction removes:
-        Karimireddy et al. 2020, section 3); NaN before the first round ends (and after a resume, until the next
+        Karimireddy et al. 2020, section 3; FedPD's and FedLT's clients start from their own models, and their drift
+        is from :math:`s` all the same); NaN before the first round ends (and after a resume, until the next
         one)."""
         shape = (self._reps,) if len(self._shape) == 3 else ()
         if self._drift is None:
