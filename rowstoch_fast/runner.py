@@ -1190,7 +1190,16 @@ def _load_checkpoint(path, algorithm, config, objective=None, columns=None):
                              "function; on the command line --metrics-module), or start again")
         where = {c: k for k, c in enumerate(stored)}
         rows = [tuple(r[where[c]] if c in where else math.nan for c in columns) for r in rows]
+    if "measured" in config and "measured" not in saved:  # (an earlier version's: resumed where its records were
+        # of the models this version measures)
+        if not _measured_anew(algorithm, saved):
+            config = {k: v for k, v in config.items() if k != "measured"}
     diff = config_mismatch(saved, config)
+    if diff and diff[0] == "measured":  # (a version whose records of the method were of other models)
+        raise ValueError(f"resume: checkpoint {path!r} was written by an earlier version, which measured "
+                         f"{config.get('algorithm', 'the method')} by its clients' models; this version measures "
+                         f"{MEASURED}, the model the method hands over, and the records would mix the two: start the "
+                         "run again")
     if diff:
         key, old, new = diff
         raise ValueError(f"resume: checkpoint {path!r} was made with {key} = {old!r} but this run has {key} = "
@@ -1271,6 +1280,29 @@ def _default_spacing(algorithm, iterations):
     return every
 
 
+#: What a run's configuration says of a method whose records are of its :attr:`~rowstoch_fast.algorithms.Optimizer.
+#: output` (a federated method's server model): an earlier version's checkpoint, without it, is resumed only where
+#: its records were of the same models (:func:`_measured_anew` of its configuration).
+MEASURED = "the server's model"
+
+
+def _measured_anew(algorithm, config):
+    """Whether an earlier version measured the records of ``config`` (a run's configuration: its iterations and
+    record spacing) at other models: a federated method's where its clients keep their own (FedPD, FedLT: their
+    mean had been measured) or where a record falls inside a round (the chosen clients' half-done local models had
+    been)."""
+    from .algorithms._local import DEFAULT_LOCAL_STEPS
+
+    cls = algorithm.optimizer
+    if getattr(cls, "output", None) is None:
+        return False
+    if not getattr(cls, "download_model", True):
+        return True
+    K = int(algorithm.options.get("local_steps", DEFAULT_LOCAL_STEPS))
+    return bool(int(config.get("record_every", K)) % K or int(config.get("iterations", 0)) % K
+                or any(int(k) % K for k in config.get("record_at") or ()))
+
+
 def warn_if_draws_shared(cls, options, repeats, stacklevel=2):
     """Warn (RuntimeWarning) where ``repeats`` replicas of the method ``cls`` with the hyperparameters ``options``
     share draws of its own (a federated method's clients, chosen where ``participation`` is below 1):
@@ -1280,7 +1312,8 @@ def warn_if_draws_shared(cls, options, repeats, stacklevel=2):
     if repeats > 1 and cls.draws_for(options):
         warnings.warn(f"{cls.__name__}'s {repeats} repetitions share one draw of its clients (they follow its seed, "
                       f"{options.get('seed', 0)}, not the repetition): their spread leaves the clients' draws out; "
-                      "run each repetition with seed + r for it (as rowstoch compare does)", RuntimeWarning,
+                      "run each repetition with seed + r for it (as rowstoch compare does: "
+                      f"{cls.__name__}.redrawn_options(options, r))", RuntimeWarning,
                       stacklevel=stacklevel + 1)
 
 
@@ -1483,7 +1516,7 @@ def run(algorithm, objective, iterations, *, record_every=None, repeats=1, seed=
                     "iterations": iterations, "record_every": record_every,
                     **({"record_at": record_at} if record_at is not None else {}),
                     "objective": objective.describe() if hasattr(objective, "describe") else type(objective).__name__,
-                    **(config or {})}
+                    **({"measured": MEASURED} if algorithm.optimizer.output is not None else {}), **(config or {})}
         meta["config"] = json.loads(json.dumps(identity, default=_json_default))  # as a checkpoint will hold it
     backends.check_same_on_every_process(algorithm.backend, {  # (collective under MPI: a checkpoint on one rank
         # alone had paired its gather with another rank's other collective, helper 203)

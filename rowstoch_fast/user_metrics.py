@@ -67,7 +67,9 @@ RESERVED = frozenset({
     "status", "diagnosis", "graph", "setting", "iterations", "final", "final_std", "rank", "rank_shared"})
 #: The statistics over the nodes a ``node_<statistic>_<quantity>`` metric takes.
 NODE_STATISTICS = {"mean": np.mean, "std": np.std, "min": np.min, "max": np.max, "median": np.median}
-#: The per-node quantities of the ``node_*`` metrics, and what each is for node ``i`` (model ``x_i``).
+#: The per-node quantities of the ``node_*`` metrics, and what each is for node ``i`` (model ``x_i``: the
+#: :attr:`MetricState.x` row, a federated method's server model on every row, whose statistics over the nodes are
+#: then one model's).
 NODE_QUANTITIES = {
     "local_loss": "f_i(x_i): its own function at its own model (a pass over the data)",
     "suboptimality": "f(x_i) - f*: the whole objective at its model (n passes over the data; NaN without f*)",

@@ -432,8 +432,30 @@ def case_asktell_apart(out):
         else:
             opt.x = np.asarray(opt.x).copy()
 
+    def stepped_apart():  # (rank 0 steps while rank 1 asks: rank 0's exchanges met rank 1's agreement, a hang)
+        opt = PullDiagGT(A, np.zeros((8, 2)), 0.05, backend="mpi")
+        grad = lambda X: X - b[opt.local_nodes]  # noqa: E731
+        opt.step(grad)
+        try:
+            if rank == 0:
+                opt.step(grad)
+            else:
+                opt.tell(opt.ask() - b[opt.local_nodes])
+        except RuntimeError as exc:
+            refused = f"{type(exc).__name__}: {exc}"
+        else:
+            refused = "no error"
+        for _ in range(4):  # (both ranks at iteration 1 still: they go on alike)
+            opt.step(grad)
+        ref = PullDiagGT(A, np.zeros((8, 2)), 0.05, backend="mpi")
+        for _ in range(5):
+            ref.step(lambda X: X - b[ref.local_nodes])
+        assert np.array_equal(opt.gather_x(), ref.gather_x()), "a refused step changed the state"
+        raise RuntimeError(refused)
+
     runs = {"same": same, "reasked": lambda: made(reasked), "cancelled": lambda: made(cancelled),
-            "set_apart": lambda: set_apart("dsgd"), "set_apart_gt": lambda: set_apart("pull-diag-gt")}
+            "set_apart": lambda: set_apart("dsgd"), "set_apart_gt": lambda: set_apart("pull-diag-gt"),
+            "stepped_apart": stepped_apart}
     outcomes = comm.gather([_outcome(fn) for fn in runs.values()], root=0)
     if rank == 0:
         np.savez(out, outcomes=np.array(outcomes), names=np.array(list(runs)))

@@ -1235,9 +1235,9 @@ def test_a_random_quadratic_beyond_memory_is_refused_with_its_size(monkeypatch):
 
 
 @pytest.mark.parametrize("value,got", [("[1, 2]", "(one per client), got shape (2,)"),
-                                       ('"1..4"', "(one per client: on the command line client_steps=1,2,...), got the "
-                                                  "string '1..4' (the FIRST..LAST and @FILE forms of the network "
-                                                  "options are not read here)")])
+                                       ('"1..4"', "(one per client: a sequence, client_steps=1,2,... on the command "
+                                                  "line), got the string '1..4' (the FIRST..LAST and @FILE forms of "
+                                                  "the network options are not read here)")])
 def test_a_per_client_list_in_a_file_is_checked_on_the_networks_size(tmp_path, value, got):
     """`client_steps = "1..4"` with n = 8 was refused as "must be 4 integers" (the check's 4-node stand-in), and
     `client_steps = [1, 2]` without the file and table: both name the file, the table and the network's 8 clients."""

@@ -1397,19 +1397,28 @@ def test_a_comparison_of_an_earlier_version_whose_repetitions_shared_the_clients
         in _one_line(capsys)
 
 
-def test_a_comparison_whose_fedpd_with_skipped_rounds_shared_its_clients_is_not_grown(tmp_path, capsys):
-    # (a version of own_draws "per repetition" drew FedAvg's clients per repetition, FedPD's with skipped rounds not:
-    # its FedAvg grows, its FedPD is refused)
-    path = _file(tmp_path, '[network]\ntopology = "ring"\nn = 8\nundirected = true\nweights = "metropolis"\n'
-                           '[algorithms.fedavg]\nlr = 0.05\nparticipation = 0.25\n[algorithms.fedpd]\nlr = 0.05\n'
-                           'participation = 0.5\nskip_probability = 0.3\n')
-    out = tmp_path / "o"
-    assert cli.main(["compare", "--config", path, "--out", str(out), "--no-progress", "--format", "none",
-                     "--rounds-budget", "8"]) == 0
-    document = json.loads((out / "experiment.json").read_text())
-    document["own_draws"] = "per repetition"
-    (out / "experiment.json").write_text(json.dumps(document))
-    capsys.readouterr()
-    assert cli.main(["compare", "--resume", str(out), "--repeats", "3", "--no-progress"]) == 2
-    line = _one_line(capsys)
-    assert "whose repetitions of fedpd all drew the same clients" in line and "fedavg" not in line
+def test_a_comparison_of_the_version_that_measured_fedpd_and_fedlt_by_their_clients_is_not_resumed(tmp_path,
+                                                                                                   capsys):
+    # (an earlier version measured FedPD and FedLT by the mean of their clients' models, and drew FedPD's clients once
+    # where it skips rounds: its records of them are refused, its FedAvg's resumed, helpers 274, 276)
+    network = '[network]\ntopology = "ring"\nn = 8\nundirected = true\nweights = "metropolis"\n'
+    for folder, methods, refused in [("o", "[algorithms.fedlt]\nlr = 0.05\nparticipation = 0.5\n", True),
+                                     ("a", "", False)]:
+        (tmp_path / folder).mkdir()
+        path = _file(tmp_path / folder, network + '[algorithms.fedavg]\nlr = 0.05\nparticipation = 0.25\n' + methods)
+        out = tmp_path / folder / "out"
+        assert cli.main(["compare", "--config", path, "--out", str(out), "--no-progress", "--format", "none",
+                         "--rounds-budget", "8"]) == 0
+        document = json.loads((out / "experiment.json").read_text())
+        document["own_draws"] = "per repetition"  # (as the version before this one wrote it)
+        (out / "experiment.json").write_text(json.dumps(document))
+        capsys.readouterr()
+        code = cli.main(["compare", "--resume", str(out), "--repeats", "3", "--no-progress"])
+        if not refused:
+            assert code == 0
+            continue
+        line = _one_line(capsys)
+        assert code == 2 and "which measured fedlt by the mean of the clients' own models; this version measures " \
+            "the server's model" in line and "fedavg" not in line, line
+        assert line.rstrip().endswith("start a new comparison"), line
+

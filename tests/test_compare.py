@@ -6703,6 +6703,8 @@ def test_a_spread_that_overflows_is_said_not_taken_for_one_run():
     row = cmp.summary(frame).set_index("algorithm").loc["dsgd"]
     assert row["final_std"] == pytest.approx(5e299, rel=1e-12)
     assert "+- 5.0e+299" in cmp.format_summary(cmp.summary(frame))
+    frame.loc[last, metric] = [1e-300, 1.5e-300, 2e-300]  # (the squares had underflowed: "+- 0", helper 276)
+    assert cmp.summary(frame).set_index("algorithm").loc["dsgd", "final_std"] == pytest.approx(5e-301, rel=1e-12)
     frame.loc[last, metric] = [-1.7e308, 1.7e308, 1.7e308]  # (a standard deviation of 1.96e308: no float)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", RuntimeWarning)

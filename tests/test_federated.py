@@ -532,6 +532,10 @@ def test_the_harness_measures_the_model_the_method_hands_over(method):
     from rowstoch_fast.user_metrics import Metric
 
     f = LeastSquares.synthetic(10, d=4, heterogeneity=2.0, seed=3)
+    x0 = np.random.default_rng(1).standard_normal((10, 4))
+    fresh = rf.Algorithm(rf.topology.ring(10), 0.02, method=method).build(x0)
+    np.testing.assert_allclose(fresh.gather_output(), np.broadcast_to(x0.mean(axis=0), (10, 4)), rtol=1e-14)  # (s_0
+    # before the first step: the block had read 0, helper 276)
     seen = []
     spread = Metric("row_spread", lambda state: seen.append(np.ptp(state.x, axis=0).max()) or 0.0)
     alg = rf.Algorithm(rf.topology.ring(10), 0.02, method=method, participation=0.5, local_steps=2)
@@ -553,6 +557,45 @@ def test_the_harness_measures_the_model_the_method_hands_over(method):
     want = f.value_and_gradient_at(measured.mean(axis=0)[None])[0][0] - best
     assert frame.final("suboptimality") == pytest.approx(want, rel=1e-12, abs=1e-15)
     assert frame.final("consensus_error") < 1e-12 and max(seen) < 1e-12  # (the server's model on every row)
+
+
+def test_a_checkpoint_of_an_earlier_version_that_measured_other_models_is_not_resumed(tmp_path):
+    """Helper 276: an earlier version's checkpoint of FedLT (records of its clients' mean) resumed into records of
+    the server's model, one history of both; FedAvg's records at rounds' ends are the same models, and resume."""
+    import json
+    import warnings
+
+    import rowstoch_fast as rf
+    from rowstoch_fast.objectives import LeastSquares
+
+    f = LeastSquares.synthetic(8, d=3, seed=2)
+
+    def earlier(path):  # (as an earlier version wrote it: no "measured" in its configuration)
+        data = dict(np.load(path))
+        meta = json.loads(str(data["meta"]))
+        meta["config"].pop("measured", None)
+        data["meta"] = np.array(json.dumps(meta))
+        np.savez(path, **data)
+
+    for method, every, refused in [("fedlt", 8, True), ("fedavg", 8, False), ("fedavg", 6, True)]:
+        alg = rf.Algorithm(rf.topology.ring(8), 0.02, method=method, participation=0.5)
+        ck = tmp_path / f"{method}{every}.npz"
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", RuntimeWarning)
+            rf.run(alg, f, 24, record_every=every, checkpoint=str(ck), progress=False)
+            earlier(ck)
+            if refused:
+                with pytest.raises(ValueError, match=r"written by an earlier version, which measured "
+                                                     rf"{method} by its clients' models; this version measures "
+                                                     r"the server's model"):
+                    rf.run(alg, f, 48, record_every=every, resume=str(ck), progress=False)
+            else:
+                assert rf.run(alg, f, 48, record_every=every, resume=str(ck), progress=False).frame[
+                    "iteration"].max() == 48
+    alg = rf.Algorithm(rf.topology.ring(8), 0.02, method="fedavg")  # (this version's: its spacing may change)
+    rf.run(alg, f, 24, record_every=8, checkpoint=str(tmp_path / "now.npz"), progress=False)
+    assert rf.run(alg, f, 48, record_every=6, resume=str(tmp_path / "now.npz"), progress=False).frame[
+        "iteration"].max() == 48
 
 
 def test_fedpd_and_fedlt_count_one_block_each_way():

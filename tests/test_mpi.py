@@ -401,18 +401,22 @@ def test_an_optimizer_built_differently_on_the_ranks_is_refused_on_every_rank(tm
 def test_ask_tell_and_cancel_called_apart_are_refused_on_every_rank(tmp_path):
     """A rank that cancels and asks again while the others tell ran its step's exchanges once more than they did
     (a hang, documented), and one that tells without a pending ask was refused alone while the others waited in
-    tell's agreement (a hang): ask and tell now agree on what each rank calls, a refusal on every rank."""
+    tell's agreement (a hang): ask and tell now agree on what each rank calls, a refusal on every rank. A rank that
+    steps while another asks had hung too (its step's exchanges met the other's agreement): step agrees as well."""
     for outcome in outcomes_per_rank("asktell_apart", tmp_path):
         assert outcome["same"] == "no error"
-        assert outcome["reasked"].startswith("RuntimeError: ask() and tell() must be called on every MPI rank alike: "
-                                             "rank 0 called tell() at iteration "), outcome["reasked"]
+        assert outcome["reasked"].startswith("RuntimeError: step(), ask() and tell() must be called on every MPI "
+                                             "rank alike: rank 0 called tell() at iteration "), outcome["reasked"]
         assert "and rank 1 ask()" in outcome["reasked"], outcome["reasked"]
         assert "tell() at iteration" in outcome["cancelled"] and "without a pending ask()" in outcome["cancelled"], \
             outcome["cancelled"]
         for name in ("set_apart", "set_apart_gt"):
-            assert re.fullmatch(r"RuntimeError: ask\(\) and tell\(\) must be called on every MPI rank alike: rank 0 "
-                                r"called ask\(\) at iteration \d+ and rank 1 another collective call", outcome[name]), \
-                outcome
+            assert re.fullmatch(r"RuntimeError: step\(\), ask\(\) and tell\(\) must be called on every MPI rank alike: "
+                                r"rank 0 called ask\(\) at iteration \d+ and rank 1 another collective call",
+                                outcome[name]), outcome
+        assert outcome["stepped_apart"] == ("RuntimeError: RuntimeError: step(), ask() and tell() must be called on "
+                                            "every MPI rank alike: rank 0 called step() at iteration 1 and rank 1 "
+                                            "ask() at iteration 1"), outcome["stepped_apart"]
 
 
 def test_settings_assigned_on_one_rank_after_construction_are_refused_on_every_rank(tmp_path):

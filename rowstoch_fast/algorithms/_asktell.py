@@ -19,9 +19,10 @@ from .._checks import fmt_value
 __all__ = ["AskTell"]
 
 
-#: What a RuntimeError says where the MPI ranks call ask() and tell() apart (one cancelled and asks again, or tells
-#: without a pending ask, while the others tell): :meth:`~rowstoch_fast.backends.base.Backend.agreed`'s rule.
-APART = "ask() and tell() must be called on every MPI rank alike"
+#: What a RuntimeError says where the MPI ranks call step(), ask() and tell() apart (one cancelled and asks again, or
+#: tells without a pending ask, while the others tell; one steps while the others ask):
+#: :meth:`~rowstoch_fast.backends.base.Backend.agreed`'s rule.
+APART = "step(), ask() and tell() must be called on every MPI rank alike"
 
 
 class _Asked(Exception):

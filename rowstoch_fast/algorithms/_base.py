@@ -34,7 +34,7 @@ from ..mixing import (as_matrix, asymmetric_rounds, columns_sum_to_one as _colum
                       first_asymmetry as _asymmetry, MixingMatrix, off_sums, require_stochastic)
 from ..network import (Network, base_matrix, late, network_checked, out_links, source_matrices,
                        source_of, weights_of)
-from ._asktell import AskTell
+from ._asktell import APART, AskTell, _Probe
 from ._deferred import FailureHandling
 from ._deferred import GROWTH_LIMIT
 from ._guards import _Fixed, _StepSize, derived, exclusive
@@ -164,6 +164,10 @@ def _links(M):
     if not isinstance(M, MixingMatrix):
         M = base_matrix(M)
     return M.nnz - int(np.count_nonzero(M.csr.diagonal()))
+
+
+def _nothing():
+    """What :meth:`Optimizer.step`'s agreement runs (the ranks agree on the call alone)."""
 
 
 def _check_grad_fn(grad_fn):
@@ -1179,6 +1183,9 @@ class Optimizer(AskTell, FailureHandling, Persistence):
         _check_grad_fn(grad_fn)
         self._enter_step("step")
         try:
+            if self._ops.agrees and not isinstance(grad_fn, _Probe):  # (under MPI: a rank that steps while another
+                # asks ran into the other's agreement with its step's exchanges, a hang; a refusal on every rank)
+                self._ops.agreed(APART, f"step() at iteration {self._iteration}", _nothing)
             return self._step_now(grad_fn)
         finally:
             self._in_step = False
@@ -1321,7 +1328,12 @@ class Optimizer(AskTell, FailureHandling, Persistence):
             return self.gather_x(copy)
         copy = check_bool(copy, "copy")
         self._settle()
-        return self._gather_user(self._cur[self.output], copy)
+        return self._gather_user(self._output_block(), copy)
+
+    def _output_block(self):
+        """The block :meth:`gather_output` gathers (a method whose :attr:`output` its first step sets says what it
+        holds before)."""
+        return self._cur[self.output]
 
     def gather_state(self, name, copy=True):
         """A state block (``"y"``, ``"g"``, ...) of every node, like :meth:`gather_x`."""

@@ -197,8 +197,8 @@ class Federated(LocalSteps):
             return None
         if isinstance(client_steps, str):  # (helper 273: "1..4", the per-node form of the network options, had been
             # answered "got shape ()")
-            raise ValueError(f"client_steps must be {n} integers (one per client: on the command line "
-                             f"client_steps=1,2,...), got the string {client_steps!r} (the FIRST..LAST and @FILE "
+            raise ValueError(f"client_steps must be {n} integers (one per client: a sequence, client_steps=1,2,... "
+                             f"on the command line), got the string {client_steps!r} (the FIRST..LAST and @FILE "
                              f"forms of the network options are not read here)")
         try:
             tau = np.asarray(client_steps)
@@ -369,6 +369,15 @@ class Federated(LocalSteps):
             return
         server[...] = self._ops.sum_rows(x)[None, :] / self.n
         self._start_clients(self._cur)
+
+    def _output_block(self):
+        """The server's model; before the first step, ``s_0`` (the mean of the rows of ``x0``, which the first step
+        puts there: the block had read 0, helper 276)."""
+        if self._initialized:
+            return self._cur["server"]
+        block = self._ops.xp.empty_like(self._cur["server"])
+        block[...] = (self._ops.sum_rows(self._cur["x"]) / self.n)[None, :]
+        return block
 
     def _start_clients(self, cur):
         """The clients' blocks before round 0 where they keep their models (the blocks start at 0 otherwise)."""

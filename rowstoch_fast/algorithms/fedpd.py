@@ -101,7 +101,8 @@ class FedPD(Federated, Optimizer):
     goal_conditions = " (every client every round, no round skipped)"  # (at participation 0.5 it ended 0.49 from
     # x*: a chosen client's candidate at x* is x* - eta grad f_i(x*), and the server averages the chosen alone)
     state = ("x", "server", "lam", "center")
-    hyper = (*FEDERATED_HYPER, "eta", "skip_probability", "coin_seed", "seed")
+    hyper = (*FEDERATED_HYPER, "eta", "skip_probability", "seed")
+    saved_options = ("coin_seed",)  # (a state of a version before it lacks it: None, the coins of seed, as then)
     scratch = 3
     download_model = False
 
@@ -137,7 +138,7 @@ class FedPD(Federated, Optimizer):
         self.coin_seed = None if coin_seed is None else check_int(coin_seed, "coin_seed", minimum=0,
                                                                   maximum=2**63 - 1)
         self._coins = self.seed if self.coin_seed is None else self.coin_seed
-        return {**hyper, "eta": self.eta, "skip_probability": self.skip_probability, "coin_seed": self.coin_seed}
+        return {**hyper, "eta": self.eta, "skip_probability": self.skip_probability}
 
     @staticmethod
     def _check_skip(p):

@@ -14,6 +14,7 @@ never hang.
 
 from __future__ import annotations
 
+import hashlib
 import time
 
 import numpy as np
@@ -68,11 +69,31 @@ def collective(comm, fn, *args, tag=None, **kwargs):
     return result
 
 
+def _doing_code(tag):
+    """A rank's doing (``tag``'s text) as an integer for :func:`remote_failure`'s first look: 0 untagged, else 1 plus
+    62 bits of a hash of the text (ranks doing different things meet in the same reduction, and tell them apart but
+    for a chance of 2^-62)."""
+    if tag is None:
+        return 0
+    return 1 + (int.from_bytes(hashlib.blake2b(str(tag[1]).encode(), digest_size=8).digest(), "little") >> 2)
+
+
 def remote_failure(comm, error, tag=None):
     """Collective: every rank tells the others ``error`` (its exception, or None); the
     :class:`~rowstoch_fast.errors.RemoteError` naming the first rank that failed, for a rank that did not (None for
     one that did, which raises its own, and where none did). With ``tag`` (``(rule, doing)``, :func:`collective`'s)
-    the ranks' doings are compared first: where one differs from rank 0's, a RuntimeError raised on every rank."""
+    the ranks' doings are compared first: where one differs from rank 0's, a RuntimeError raised on every rank.
+
+    A first reduction of three integers (whether any rank failed; the largest and smallest doing's
+    :func:`_doing_code`) ends it where no rank failed and all do the same (each step's agreement: a pickled gather of
+    every rank's tuple had cost ~55-70 us a step on two ranks, 15 us this); otherwise every rank goes on to gather
+    the texts."""
+    code = _doing_code(tag)
+    flags = np.array([error is not None, code, -code], dtype=np.int64)
+    seen = np.empty(3, dtype=np.int64)
+    comm.Allreduce(flags, seen, op=_mpi().MAX)
+    if not seen[0] and seen[1] == -seen[2]:
+        return None
     gathered = comm.allgather((tag, None if error is None else f"{type(error).__name__}: {error}"))
     tags = [t for t, _ in gathered]
     doings = [t[1] if t is not None else "another collective call" for t in tags]

@@ -370,26 +370,29 @@ def _planned_problems(args, checked, file_algorithms, root, say):
 
 
 def _refuse_shared_draws(args, gname, sname, specs, hyper):
-    """A resumed comparison of an earlier version (experiment.json without ``own_draws``) that kept records of a
-    method that draws of its own (:meth:`~rowstoch_fast.algorithms.Optimizer.draws_for`: a federated method's
-    clients) is refused: its repetitions had shared the draws, this version's each draw their own, and a table of
-    both would mix them unsaid (helper 268)."""
+    """A resumed comparison of an earlier version (experiment.json without this version's ``own_draws``) that kept
+    records of a method that draws of its own (:meth:`~rowstoch_fast.algorithms.Optimizer.draws_for`: a federated
+    method's clients) is refused: its repetitions had shared the draws, this version's each draw their own, and a
+    table of both would mix them unsaid (helper 268); as is one that kept records of FedPD or FedLT, which it
+    measured by their clients' mean model (helper 276)."""
     if not getattr(args, "resume", None) or getattr(args, "own_draws", OWN_DRAWS) == OWN_DRAWS:
         return
     previous = _previous_of(args, gname, sname)
     kept = set(previous["algorithm"]) if previous is not None and "algorithm" in previous.columns else set()
-    def drew_then(method, options):  # (a version of "per repetition": all but FedPD with skipped rounds)
-        return args.own_draws == "per repetition" and not (
-            method == "fedpd" and float(options.get("skip_probability", 0.0)) > 0)
-
-    drawing = [label for label, method, _ in specs if label in kept and
-               REGISTRY[method].draws_for((hyper or {}).get(label, {})) and
-               not drew_then(method, (hyper or {}).get(label, {}))]
+    measured = [label for label, method, _ in specs if label in kept and
+                not getattr(REGISTRY[method], "download_model", True)]
+    if measured:  # (FedPD's and FedLT's records had been of their clients' mean, helpers 273, 276)
+        raise UsageError(f"--resume {args.resume!r} was written by an earlier version, which measured "
+                         f"{', '.join(measured)} by the mean of the clients' own models; this version measures "
+                         "the server's model, the model the method hands over, and its records would mix the two: "
+                         "start a new comparison")
+    drawing = [label for label, method, _ in specs if label in kept and args.own_draws is None and
+               REGISTRY[method].draws_for((hyper or {}).get(label, {}))]  # (a version of "per repetition" drew
+    # anew all but FedPD with skipped rounds, which the measure refuses)
     if drawing:
         raise UsageError(f"--resume {args.resume!r} was written by an earlier version, whose repetitions of "
                          f"{', '.join(drawing)} all drew the same clients; this version draws them anew in each "
-                         "repetition, and its records would mix the two: start a new comparison (or leave "
-                         f"{'it' if len(drawing) == 1 else 'them'} out with --algorithms)")
+                         "repetition, and its records would mix the two: start a new comparison")
 
 
 def _rates_and_hyper(args, specs, A, f, file_algorithms):

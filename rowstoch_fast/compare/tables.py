@@ -468,12 +468,13 @@ def _spread(values):
     if np.isfinite(v).all() and v.min() == v.max():
         return 0.0
     kept = v[~np.isnan(v)]  # (pandas' rule: NaN left out)
-    with np.errstate(over="ignore", invalid="ignore"):
+    with np.errstate(over="ignore", invalid="ignore", under="ignore"):
         sd = float(values.std(ddof=1))
-        if math.isfinite(sd) or kept.size < 2 or not np.isfinite(kept).all():
+        scale = float(np.abs(kept).max()) if kept.size else 0.0
+        if kept.size < 2 or not np.isfinite(kept).all() or 1e-150 < scale < 1e150:
             return sd
-        scale = float(np.abs(kept).max())  # (in units of the largest: the squares of values past 1e154 had
-        return float(np.std(kept / scale, ddof=1) * scale)  # overflowed, "6.8e+247 +- inf", helper 273)
+        return float(np.std(kept / scale, ddof=1) * scale)  # (in units of the largest: the squares of values past
+    # 1e154 had overflowed, "6.8e+247 +- inf", helper 273; those of values below 1e-154 underflowed to "+- 0", 276)
 
 
 def _packed_note(table):
