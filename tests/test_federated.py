@@ -758,6 +758,10 @@ def test_fedpd_with_skipped_rounds_draws_its_clients_per_repetition_on_shared_co
         a.step(grad), b.step(grad)
     assert a.communication_rounds == b.communication_rounds and not np.array_equal(a.x, b.x)
     assert FedPD.from_state_dict(a.state_dict()).coin_seed == 3
+    earlier = {k: v for k, v in a.state_dict().items() if k != "coin_seed"}  # (a state saved before it: helper 276
+    # found it refused, "state is missing ['coin_seed']")
+    resumed = FedPD.from_state_dict(earlier)
+    assert resumed.coin_seed is None and resumed._coins == resumed.seed == 3
 
 
 def test_a_tunings_streams_draw_their_own_clients(tmp_path):
