@@ -1271,13 +1271,20 @@ def _default_spacing(algorithm, iterations):
     """``record_every``'s default: ``iterations // 100``, a multiple of a local-update method's ``K`` local steps a
     round (its records at rounds' ends: helper 273 found 50 of FedAvg's 101 records inside rounds, the mean of
     half-done local models that no client or server holds, the consensus error 0.42 there against 1e-15)."""
-    from .algorithms._local import DEFAULT_LOCAL_STEPS, LocalSteps
+    from .algorithms._local import LocalSteps
 
     every = max(1, iterations // 100)
     if issubclass(algorithm.optimizer, LocalSteps):  # (not its iterations_for: FedPD's skipped rounds set those)
-        K = int(algorithm.options.get("local_steps", DEFAULT_LOCAL_STEPS))
+        K = _round_length(algorithm)
         every = max(K, round(every / K) * K)
     return every
+
+
+def _round_length(algorithm):
+    """A local-update method's iterations a round: its ``local_steps``."""
+    from .algorithms._local import DEFAULT_LOCAL_STEPS
+
+    return int(algorithm.options.get("local_steps", DEFAULT_LOCAL_STEPS))
 
 
 #: What a run's configuration says of a method whose records are of its :attr:`~rowstoch_fast.algorithms.Optimizer.
@@ -1291,14 +1298,12 @@ def _measured_anew(algorithm, config):
     record spacing) at other models: a federated method's where its clients keep their own (FedPD, FedLT: their
     mean had been measured) or where a record falls inside a round (the chosen clients' half-done local models had
     been)."""
-    from .algorithms._local import DEFAULT_LOCAL_STEPS
-
     cls = algorithm.optimizer
-    if getattr(cls, "output", None) is None:
+    if cls.output is None:
         return False
-    if not getattr(cls, "download_model", True):
+    if not cls.download_model:
         return True
-    K = int(algorithm.options.get("local_steps", DEFAULT_LOCAL_STEPS))
+    K = _round_length(algorithm)
     return bool(int(config.get("record_every", K)) % K or int(config.get("iterations", 0)) % K
                 or any(int(k) % K for k in config.get("record_at") or ()))
 

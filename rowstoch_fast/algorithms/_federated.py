@@ -364,10 +364,10 @@ class Federated(LocalSteps):
         method that keeps the clients' models: each from its row of ``x0``, and :meth:`_start_clients`)."""
         x, server = self._cur["x"], self._cur["server"]
         if self.download_model:
-            x[...] = self._ops.sum_rows(x) / self.n
+            x[...] = self._first_server()
             server[...] = x
             return
-        server[...] = self._ops.sum_rows(x)[None, :] / self.n
+        server[...] = self._first_server()[None, :]
         self._start_clients(self._cur)
 
     def _output_block(self):
@@ -376,8 +376,12 @@ class Federated(LocalSteps):
         if self._initialized:
             return self._cur["server"]
         block = self._ops.xp.empty_like(self._cur["server"])
-        block[...] = (self._ops.sum_rows(self._cur["x"]) / self.n)[None, :]
+        block[...] = self._first_server()[None, :]
         return block
+
+    def _first_server(self):
+        """``s_0``, the mean of the rows of ``x0`` (of ``x`` before the first step)."""
+        return self._ops.sum_rows(self._cur["x"]) / self.n
 
     def _start_clients(self, cur):
         """The clients' blocks before round 0 where they keep their models (the blocks start at 0 otherwise)."""

@@ -357,7 +357,7 @@ def _planned_problems(args, checked, file_algorithms, root, say):
                         raise
                     raise ValueError(str(exc).replace("this network", f"the graph {gname}")) from None
                 lr, sources, hyper = _rates_and_hyper(args, specs, A, f, file_algorithms)
-                _refuse_shared_draws(args, gname, sname if len(checked.settings) > 1 else None, specs, hyper)
+                _refuse_earlier_records(args, gname, sname if len(checked.settings) > 1 else None, specs, hyper)
                 _plan_fitting(args, checked, A, f, chosen, specs, lr, sources, hyper, root, early, say)
                 problems.append((gname, sname, ns, A, specs, lr, f, sources, hyper, chosen))
     except UsageError as exc:  # (worded already: an experiment file's key; a layer's option, here)
@@ -369,7 +369,7 @@ def _planned_problems(args, checked, file_algorithms, root, say):
     return problems, early
 
 
-def _refuse_shared_draws(args, gname, sname, specs, hyper):
+def _refuse_earlier_records(args, gname, sname, specs, hyper):
     """A resumed comparison of an earlier version (experiment.json without this version's ``own_draws``) that kept
     records of a method that draws of its own (:meth:`~rowstoch_fast.algorithms.Optimizer.draws_for`: a federated
     method's clients) is refused: its repetitions had shared the draws, this version's each draw their own, and a
