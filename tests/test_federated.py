@@ -751,6 +751,9 @@ def test_fedpd_with_skipped_rounds_draws_its_clients_per_repetition_on_shared_co
         assert alone.frame["suboptimality"].iloc[-1] == ends[r]
     assert REGISTRY["fedpd"].redrawn_options(options, 2) == {**options, "seed": 5, "coin_seed": 3}
     assert REGISTRY["fedpd"].redrawn_options({"participation": 0.5}, 2) == {"participation": 0.5, "seed": 2}
+    for bad, match in [((None, 1), "options must be a dict"), (({}, -1), "shift"), (({"seed": "x"}, 1), "seed")]:
+        with pytest.raises((TypeError, ValueError), match=match):
+            REGISTRY["fedavg"].redrawn_options(*bad)
     assert FedPD.iterations_for(12, options={**options, "seed": 9, "coin_seed": 3}) == iterations
     a, b = (FedPD(8, np.zeros(2), 0.05, skip_probability=0.4, participation=0.5, seed=s, coin_seed=3) for s in (3, 4))
     grad, _ = problem(n=8, d=2)

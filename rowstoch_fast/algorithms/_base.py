@@ -25,6 +25,7 @@ import math
 import sys
 import types
 import warnings
+from collections.abc import Mapping
 
 import numpy as np
 
@@ -842,7 +843,10 @@ class Optimizer(AskTell, FailureHandling, Persistence):
     def redrawn_options(cls, options, shift):
         """The constructor ``options`` of draws of its own ``shift`` along (a comparison's repetition ``r``, a
         tuning's stream) for a method that :meth:`draws_for` them: its ``seed + shift`` (mod 2^63)."""
-        return {**options, "seed": (int(options.get("seed", 0)) + int(shift)) % 2**63}
+        if not isinstance(options, Mapping):
+            raise TypeError(f"options must be a dict of constructor keywords, got {type(options).__name__}")
+        shift = check_int(shift, "shift", minimum=0)
+        return {**options, "seed": (check_int(options.get("seed", 0), "seed", minimum=0) + shift) % 2**63}
 
     def _talking_iterations(self):
         """Iterations so far that sent messages (all but the first :attr:`silent_iterations`)."""
