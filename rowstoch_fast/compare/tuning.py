@@ -1629,7 +1629,8 @@ def _tune_stages(stage, scores, arrival, ends, finals, record, grid, method, log
     for _ in range(SEARCH_STAGES):
         if any(math.isfinite(s) for s in scores.values()):
             break
-        more = _search(ends, record, grid, lossless=not redraws)
+        more = _search(ends, record, grid, lossless=not redraws,
+                       rel=noise(dict.fromkeys(ends, 0.0), finals) if record.get("replicas", 1) > 1 else 0.0)
         if not more:
             break
         stage("search", more)
@@ -1821,24 +1822,55 @@ def _failure(curve, end, start):
     return "small" if end * UNMOVED >= start else "down"
 
 
-def _helps(ends, tried, i):
-    """Whether the rates near ``tried[i]`` show a larger rate ending lower (by :data:`RATE_HELPS` at least)."""
+def _helps(ends, tried, i, rel=0.0, down=()):
+    """Whether the rates near ``tried[i]`` show a larger rate ending lower: by :data:`RATE_HELPS` at least, and on
+    noisy streams (``rel``: :func:`noise`, the relative standard error of an end) by two standard errors of the
+    difference of two ends. Where neither neighbour differs by that much on noisy streams, the trend of the ends
+    of the rates that went down (``down``: their indices in ``tried``) over the logarithm of the rate tells: lower
+    the larger the rate by two standard errors of its slope (too small: :func:`_falls_with_the_rate`). Helper 277's
+    Pull-Diag-GT on a skewed digraph (kappa 128), a nonconvex logistic loss ranked by its gradient's norm on
+    features 30x its data's units, ended at 0.75-0.88x its start at every grid rate from 3.2e-4 to 10 and at 0.54x
+    at 1e-4 (two streams, 1.7-5.4% apart): a bounded metric at rates too large, its level the same whatever the
+    rate. Neighbours 1-9% apart by chance read as larger rates helping, the failures pointed nowhere, no search
+    ran, and the method was shown no-progress at 1e-4 (2.9 and 7.6 against FROST's 0.23-0.30) where 1.8e-6 ends
+    ok."""
+    margin = max(RATE_HELPS, 2.0 * math.sqrt(2.0) * rel)
     lower = [(tried[j], tried[j + 1]) for j in (i - 1, i) if 0 <= j and j + 1 < len(tried)]
-    return any(ends[big] < ends[small] * (1 - RATE_HELPS) for small, big in lower)
+    if any(ends[big] < ends[small] * (1 - margin) for small, big in lower):
+        return True
+    if rel <= 0 or any(ends[small] < ends[big] * (1 - margin) for small, big in lower):
+        return False
+    return _falls_with_the_rate(ends, [tried[j] for j in down], rel)
 
 
-def _search(ends, record, grid, lossless=False):
+def _falls_with_the_rate(ends, rates, rel):
+    """Whether ``ends`` over ``rates`` fall with the logarithm of the rate by more than two standard errors of the
+    least-squares slope, each end's standard error ``rel`` of the ends' mean (three rates at least)."""
+    if len(rates) < 3:
+        return False
+    x = np.log10(np.asarray(rates, dtype=np.float64))
+    y = np.asarray([ends[lr] for lr in rates], dtype=np.float64)
+    if not np.all(np.isfinite(y)):
+        return False
+    x = x - x.mean()
+    slope = float(x @ (y - y.mean()) / (x @ x))
+    return slope < -2.0 * rel * float(y.mean()) / math.sqrt(float(x @ x))
+
+
+def _search(ends, record, grid, lossless=False, rel=0.0):
     """The rates to try where no rate tried so far is stable and the failures (:func:`_failure`) say where the
     rates that work lie: every rate too small (:data:`SEARCH_WIDTH` rates above, a step apart: the grid's, at most
     half a decade), every one too large (as many below), or the too small ones below the too large ones (the
     geometric midpoint of the two at the border); one rate at the border may have made progress before it failed
     (a rate just past the largest that works dips, then climbs), several where too small ones lie below them. None
-    otherwise: where rates across the range made progress and then failed, the failure is not the rates' scale (a lossy push-sum method converges at every rate
-    until its lost mass blows it up: a rate small enough would only push the blow-up past the budget), and on
-    noisy streams such a rate may be the best there is (the confirmation of :func:`_fallback_rivals` judges it);
+    otherwise: where rates across the range made progress and then failed, the failure is not the rates' scale (a
+    lossy push-sum method converges at every rate until its lost mass blows it up: a rate small enough would only
+    push the blow-up past the budget), and on noisy streams such a rate may be the best there is (the confirmation
+    of :func:`_fallback_rivals` judges it);
     but with ``lossless`` (a network that draws nothing: no lost mass to blow a method up), where every rate blew
     up, each later as it shrank (:func:`_later_when_smaller`), every one is too large (on the whole data and on
-    noisy streams alike).
+    noisy streams alike). ``rel``: the noise of the ends on noisy streams (:func:`noise`), which a rate that went
+    down but not far enough must exceed to be told too small (:func:`_helps`).
     Within :data:`SEARCH_DECADES` of the grid's ends. The grid's range is a guess at the problem's scale: the same
     data in other units (features 100x larger, a loss scaled) move every rate that works by one factor, and the
     verdict must not depend on the units (bench/RESULTS.md section 37)."""
@@ -1846,7 +1878,8 @@ def _search(ends, record, grid, lossless=False):
     start = _start(record)
     tried = sorted(ends)
     how = [_failure(curves.get(lr, ()), ends[lr], start) for lr in tried]
-    how = [("small" if _helps(ends, tried, i) or lossless and how[i + 1:i + 2] == ["dip"] else "large")
+    down = [i for i, kind in enumerate(how) if kind == "down"]
+    how = [("small" if _helps(ends, tried, i, rel, down) or lossless and how[i + 1:i + 2] == ["dip"] else "large")
            if kind == "down" else kind for i, kind in enumerate(how)]  # (on a network that draws nothing, a larger
     # rate that went further down and then failed, too: the rates that work lie between the two; helper 160's
     # Push-Pull on a 48-node ring went down to 0.73x its start at 1e-4 and dipped to 0.37x at 3.2e-4 before its
