@@ -7069,6 +7069,25 @@ def test_an_exact_tuning_searches_below_rates_that_blow_up_later_as_they_shrink(
     assert not tuning._later_when_smaller([[1, 0.5, 3.0, 9, 9]] * 3, 1.0)  # (all at once: not the rate's doing)
 
 
+def test_a_transient_rise_of_every_rate_is_no_blow_up():
+    """Helper 275: Pull-Diag-GT and FROST on a skewed digraph (kappa 128) rose past their start at the second record
+    at every rate, the mixing's transient, the smallest rates by a hair before they went down; the larger rates blew
+    up from the first record. Every rate was read as too large, blowing up later as it shrank, the search walked
+    down, and the rates between the too small and the too large were never tried (1.4-2.5x off). A rise that comes
+    back below the start is a transient: the search halves the way between the two."""
+    def bumped(lr):
+        curve = np.array(_curve(lr, (0.015, 0.02)), dtype=np.float64)
+        curve[2] = max(curve[2], 1.02)
+        return curve
+
+    lr, stages = _scripted_tuning(bumped)
+    assert stages[1] == ("search", [pytest.approx(10 ** -1.75, rel=1e-5)]) and 0.015 <= lr <= 0.02, stages
+    assert tuning._blew_up_at([1.0, 0.5, 1.02, 0.4, 0.3], 1.0) is None
+    assert tuning._blew_up_at([1.0, 0.5, 1.02, 0.4, 3.0, 9.0], 1.0) == 4  # (its last rise, not the transient)
+    assert tuning._blew_up_at([1.0, 1.02, 1.03, 1.05], 1.0) is None  # (ends within UNMOVED of its start)
+    assert tuning._blew_up_at([1.0, 2.0, np.nan, np.nan], 1.0) == 1 and tuning._blew_up_at([], 1.0) is None
+
+
 def test_the_loss_s_rounding_is_measured_where_the_iterates_of_a_composite_problem_sit():
     """Perturbed in every coordinate, a float32 lasso's points left its kink (x*_j = 0, where a prox keeps the
     iterates): the level measured the kink, 16-700x the rounding; a non-negative quadratic's left the constraint, one
