@@ -1704,7 +1704,11 @@ def _tune_stages(stage, scores, arrival, ends, finals, record, grid, method, log
         valley = True
     stable = {lr: s for lr, s in scores.items() if math.isfinite(s)}
     ended = {lr: e for lr, e in ends.items() if math.isfinite(e)}
-    pool = []  # (no rate stable on two streams: the ones confirmed, among which the fallback is chosen)
+    pool = []  # (the rates confirmed on more streams, among which the fallback is chosen where none is stable after
+    # all: a rate rejected on the grid's two streams, where it ended lowest, is no rival of rates that every
+    # stream judged; Push-Pull over 10% lost messages, its contenders 0.24-0.56 ending at 0.053 on six streams, no
+    # progress, was shown at 3.16, unstable on the grid's two streams where it ended at 0.036, and at 0.19 in the
+    # evaluation against 0.064 at 0.32: bench/RESULTS.md 97)
     if stable and record.get("replicas", 1) > 1:
         record["noise"] = noise(stable, finals)
         rivals = contenders(stable, finals, arrival, tried=ended, step=_grid_step(grid))
@@ -1717,6 +1721,7 @@ def _tune_stages(stage, scores, arrival, ends, finals, record, grid, method, log
         if len(rivals) > 1:
             before = dict(stable)
             judged = _confirm(stage, rivals, ends, record, grid, set_aside=True, rel=rel)
+            pool = rivals  # (where every one of them turns out unstable: judged on the most streams)
             # the choice among the contenders, each judged on every stream: the others were told apart from the
             # best on the same two streams, and their scores on two streams are not comparable with these (where
             # every contender turned out unstable, the rates below them on the same draws: :func:`_retested`, and
@@ -1759,6 +1764,7 @@ def _tune_stages(stage, scores, arrival, ends, finals, record, grid, method, log
             if kept is not False:
                 judged.append((offset, replicas))
         confirmed = {lr: scores[lr] for lr in rivals if math.isfinite(scores[lr])}
+        pool = pool or rivals
         stable = confirmed or _around_retested(stage, scores, ends, arrival, before, rivals, judged, record, grid)
     if not stable:
         exc = NoStableRate(f"tune: {method.label} diverged, grew, made no progress or was unstable at every learning "
@@ -1768,7 +1774,8 @@ def _tune_stages(stage, scores, arrival, ends, finals, record, grid, method, log
         exc.record, exc.grid = record, grid
         exc.fallback = _best(confirmed or ended) if ended else min(scores)
         # (what the diagnosis says of it: where every rate diverged or ran off, none ended anywhere)
-        record["fallback"] = ("the one that ended lowest in the tuning runs" if len(ended) > 1 else
+        record["fallback"] = ("the one that ended lowest of the rates run on the most streams" if len(confirmed) > 1
+                              else "the one that ended lowest in the tuning runs" if len(ended) > 1 else
                               "the only one whose tuning runs ended finite (every other rate diverged or ran off)"
                               if ended else "the smallest rate tried (every rate diverged or ran off)")
         alike = _alike(_last_curves(record), exc.fallback)
