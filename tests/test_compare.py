@@ -1368,6 +1368,33 @@ def test_rates_that_went_down_are_told_too_small_or_too_large_beyond_the_noise_o
     assert len(above) == tuning.SEARCH_WIDTH and min(above) > grid[-1]
     assert not tuning._falls_with_the_rate(plateau, grid, 0.054)
     assert tuning._falls_with_the_rate(falling, grid, 0.03) and not tuning._falls_with_the_rate(falling, grid[:2], 0.03)
+    # ten pairs of neighbours each told apart at two standard errors: one pair by chance (helper 277: every rate at
+    # 0.69-0.75x its start, 3.2e-4 -> 1e-3 8.4% lower) had left rates "too small" between rates too large, and no
+    # search ran; where the pairs point nowhere, the trend gives every rate that went down one verdict
+    chance = dict(zip(grid, [0.72, 0.7507, 0.6877, 0.71, 0.73, 0.70, 0.72, 0.74, 0.71, 0.745, 0.702]))
+    assert [tuning._helps(chance, grid, i, 0.0207, range(11)) for i in range(4)] == [False, True, True, False]
+    below = tuning._search(chance, _levels(chance), grid, lossless=True, rel=0.0207)
+    assert len(below) == tuning.SEARCH_WIDTH and max(below) < grid[0]
+    assert tuning._ordered(["small", "small", "dip", "dip", "large"]) == (2, 2)
+    assert tuning._ordered(["dip", "large"]) == (0, 1) and tuning._ordered(["large", "large"]) == (0, 0)
+    assert tuning._ordered(["dip", "dip", "large"]) is None and tuning._ordered(["large", "small"]) is None
+    # every rate at one level, near the start ("unmoved": read too small, and searched up to 1e9, helper 277), or
+    # below half of it at some rates by chance ("dipped"): one level within the noise is rates too large
+    near = dict(zip(grid, [0.95, 0.97, 0.94, 0.96, 0.98, 0.95, 0.96, 0.97, 0.94, 0.95, 0.96]))
+    assert all(tuning._failure(c, near[lr], 1.0) == "small" for lr, c in _levels(near)["stages"][0]["curves"].items())
+    below = tuning._search(near, _levels(near), grid, lossless=True, rel=0.01)
+    assert len(below) == tuning.SEARCH_WIDTH and max(below) < grid[0]
+    assert min(tuning._search(near, _levels(near), grid, lossless=True)) > grid[-1]  # (no noise: unmoved, as before)
+    level = dict(zip(grid, [0.6, 0.58, 0.61, 0.6, 0.59, 0.6, 0.61, 0.58, 0.6, 0.59, 0.6]))
+    dipped = _levels(level)
+    for lr in grid[1::3]:
+        dipped["stages"][0]["curves"][lr][3:6] = [0.45] * 3
+    below = tuning._search(level, dipped, grid, lossless=True, rel=0.02)
+    assert len(below) == tuning.SEARCH_WIDTH and max(below) < grid[0]
+    # every rate too small: the ends fall with the rate by many standard errors of their barely parted streams
+    ramp = {lr: 1.0 - 1e-3 * lr for lr in grid}
+    assert min(tuning._search(ramp, _levels(ramp), grid, lossless=True, rel=1e-5)) > grid[-1]
+    assert not tuning._one_level(ramp, grid, 1e-5) and not tuning._one_level(near, grid[:4], 0.01)
     # a valley between too small and too large rates, its walls beyond the noise: halved between as before
     valley = dict(zip(grid, [0.95, 0.9, 0.8, 0.7, 0.6, 0.7, 0.8, 0.85, 0.86, 0.87, 0.88]))
     assert tuning._search(valley, _levels(valley), grid, lossless=True, rel=0.01) == [
@@ -1427,6 +1454,14 @@ def test_rates_that_do_alike_from_the_grid_s_smallest_up_are_searched_below():
     assert tuning._flat_below({**flat, 1e-3: math.inf}, {}, grid)  # (one of the five rejected by a draw)
     assert tuning._flat_below({**flat, 1e-3: math.inf, 1e-2: math.inf}, {}, grid) == []
     assert tuning._flat_below({**flat, 10.0: 30.0}, {}, grid) == []  # (far better elsewhere: not alike)
+    # a level that straddles half the start: some rates just below it (stable), some just above (rejected, no
+    # progress), the smallest among these; their ends say they do alike (helper 277's FROST, 9.7x off at 0.032)
+    straddle = dict(zip(grid, [0.507, 0.481, 0.497, 0.493, 0.494, 0.474, 0.484, 0.495, 0.5, 0.502, 0.502]))
+    rejected = {lr: math.inf if end > 0.5 else end for lr, end in straddle.items()}
+    assert tuning._flat_below(rejected, {}, grid) == []  # (as before without the ends)
+    assert tuning._flat_below(rejected, {}, grid, ends=straddle) == pytest.approx(
+        [1e-6, 10 ** -5.5, 1e-5, 10 ** -4.5], rel=1e-5)
+    assert tuning._flat_below(rejected, {}, grid, ends={**straddle, 1e-4: 0.9}) == []  # (the slow end of a slope)
     slope = {**flat, **dict(zip(grid, [3.0, 2.0, 1.5, 1.3, 1.2, 1.1]))}  # (a slope's slow end, ±30% noise: the
     # band 2.3x wide; helper 157)
     finals = {lr: [v * 0.7, v * 1.3] for lr, v in slope.items()}

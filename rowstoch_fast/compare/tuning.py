@@ -1645,7 +1645,7 @@ def _tune_stages(stage, scores, arrival, ends, finals, record, grid, method, log
     if more:
         stage("search", more)
     for _ in range(SEARCH_STAGES):  # (the rates did alike from the grid's smallest up: every one too large)
-        more = _flat_below(scores, finals, grid, floor * abs(_start(record)))
+        more = _flat_below(scores, finals, grid, floor * abs(_start(record)), ends)
         if not more:
             break
         stage("search", more)
@@ -1886,27 +1886,34 @@ def _search(ends, record, grid, lossless=False, rel=0.0):
     tried = sorted(ends)
     how = [_failure(curves.get(lr, ()), ends[lr], start) for lr in tried]
     down = [i for i, kind in enumerate(how) if kind == "down"]
-    how = [("small" if _helps(ends, tried, i, rel, down) or lossless and how[i + 1:i + 2] == ["dip"] else "large")
-           if kind == "down" else kind for i, kind in enumerate(how)]  # (on a network that draws nothing, a larger
+    told = [("small" if _helps(ends, tried, i, rel, down) or lossless and how[i + 1:i + 2] == ["dip"] else "large")
+            if kind == "down" else kind for i, kind in enumerate(how)]  # (on a network that draws nothing, a larger
     # rate that went further down and then failed, too: the rates that work lie between the two; helper 160's
     # Push-Pull on a 48-node ring went down to 0.73x its start at 1e-4 and dipped to 0.37x at 3.2e-4 before its
     # consensus error ran off, and was shown at 1e-4 where 2.7e-4 is ok. Not where it draws: a lossy push-sum
     # method's blow-up only comes later at a smaller rate, and none of them works)
+    if rel > 0 and down and _ordered(told) is None:  # (on noisy streams, rates told apart pair by pair that point
+        # nowhere: one verdict for every rate that went down, from their trend; ten pairs of neighbours at two
+        # standard errors each tell one apart by chance: helper 277's Pull-Diag-GT, every grid rate at 0.69-0.75x
+        # its start, went 8.4% lower from 3.2e-4 to 1e-3, which read as too small between rates too large, and no
+        # search ran, 11x off)
+        one = "small" if _falls_with_the_rate(ends, [tried[i] for i in down], rel) else "large"
+        told = [one if kind == "down" else verdict for kind, verdict in zip(how, told)]
+    if rel > 0 and _one_level(ends, tried, rel):  # (a bounded metric at rates too large: its level the same
+        # whatever the rate, below its start, near it or above it; helper 277's Pull-Diag-GT on skewed digraphs, a
+        # nonconvex loss's gradient norm ending at 0.94-0.98x its start at every rate, read "unmoved" (too small)
+        # and was searched up to 1e9, 14.6x off; at 0.58-0.61x, some rates "dipped" by chance, and no search ran)
+        told = ["large"] * len(tried)
     if lossless and _later_when_smaller([curves.get(lr, ()) for lr in tried], start):  # (all too large, dips or
         # not; on noisy streams too: helper 151's FROST on a 256-node sparse digraph ran off at every grid rate, each
         # later as it shrank, and was shown diverged at 1e-4 where 5.6e-5 converges. Not where the network draws:
         # over 15% lost messages Push-DIGing's blow-up also came later at smaller rates, down to 1e-10, its lost
         # mass, not its rate)
-        how = ["large"] * len(tried)
-    small = how.count("small")
-    border = int(how[small:small + 1] == ["dip"])  # (the rate past the border that dipped first, if any)
-    if small and border:  # (too small ones below rates that dipped and then failed: the rates that work lie
-        # between the two; helper 151's ABm on a 64-node ring made no progress at 1e-5 and ran off from 3.2e-5 up,
-        # each after a dip, and 1.8e-5 converges)
-        while small + border < len(how) and how[small + border] == "dip":
-            border += 1
-    if not tried or how != ["small"] * small + ["dip"] * border + ["large"] * (len(how) - small - border):
+        told = ["large"] * len(tried)
+    shape = _ordered(told) if tried else None
+    if shape is None:
         return []
+    small = shape[0]
     step = _search_step(grid)
     if small == 0:
         out = [tried[0] / step ** k for k in range(SEARCH_WIDTH, 0, -1)]
@@ -1918,6 +1925,43 @@ def _search(ends, record, grid, lossless=False, rel=0.0):
         # and 2.4e-4 is stable. 1e-4 of slack: rates are kept to six digits)
         out = [math.sqrt(a * b)] if b / a > step ** 0.25 * (1 + 1e-4) else []
     return _untried(out, tried, grid)
+
+
+#: The least number of rates tried, and the widest spread of their ends in standard errors of one end, that read as
+#: one level of a metric at every rate (:func:`_one_level`).
+LEVEL_RATES = 5
+LEVEL_WIDTH = 6.0
+
+
+def _one_level(ends, tried, rel):
+    """Whether the rates ``tried`` (:data:`LEVEL_RATES` at least, every one ended finite) ended at one level: within
+    :data:`LEVEL_WIDTH` standard errors of an end (``rel``: :func:`noise`, relative) of one another, not falling with
+    the rate (:func:`_falls_with_the_rate`). The rates too large of a bounded metric end so, whatever the rate;
+    rates too small move their iterates, and the ends, less the smaller the rate, and their streams barely part:
+    their ends fall with the rate by many standard errors (helper 277: good rates 1-4 decades above the grid,
+    every grid rate too small, none read as one level)."""
+    if len(tried) < LEVEL_RATES:
+        return False
+    y = np.asarray([ends[lr] for lr in tried], dtype=np.float64)
+    if not np.all(np.isfinite(y)) or not y.mean() > 0:
+        return False
+    return float(y.max() - y.min()) <= LEVEL_WIDTH * rel * float(y.mean()) and not _falls_with_the_rate(
+        ends, tried, rel)
+
+
+def _ordered(how):
+    """``(small, border)`` where the failures ``how`` (ascending rates) read too small, then dipped, then too large:
+    ``small`` rates too small, then ``border`` rates that dipped (only where some are too small: a rate just past
+    the largest that works dips, then climbs; helper 151's ABm on a 64-node ring made no progress at 1e-5 and ran
+    off from 3.2e-5 up, each after a dip, and 1.8e-5 converges; else the first one only); None otherwise."""
+    small = how.count("small")
+    border = int(how[small:small + 1] == ["dip"])
+    if small and border:
+        while small + border < len(how) and how[small + border] == "dip":
+            border += 1
+    if how != ["small"] * small + ["dip"] * border + ["large"] * (len(how) - small - border):
+        return None
+    return small, border
 
 
 #: Rates whose tuning curves agree within this, relatively, record by record (NaN/Inf at the same records) did
@@ -2044,13 +2088,17 @@ def _moved_grid(stable, tried, grid):
     return _untried(out, tried, grid)
 
 
-def _flat_below(scores, finals, grid, rounding=0.0):
-    """Where the smallest rate tried is stable, and so are :data:`FLAT_STABLE` of the rates up to
-    :data:`FLAT_DECADES` above it (three at least), none ending above :data:`FLAT` (or two standard errors of a
+def _flat_below(scores, finals, grid, rounding=0.0, ends=None):
+    """Where the smallest rate tried does alike with :data:`FLAT_STABLE` of the rates up to :data:`FLAT_DECADES`
+    above it (three at least stable), none of the stable ones ending above :data:`FLAT` (or two standard errors of a
     difference, :func:`noise`) times their median, the smallest not above :data:`FLAT` times it (not the slow end
     of a slope, however noisy: helper 157), and the median within that band squared of the best stable score, the
     best above the rounding level ``rounding``: the next :data:`SEARCH_WIDTH` rates below it, a search step apart;
-    else empty. Rates that do alike over decades are all too large where the gradients are bounded: a logistic
+    else empty. A rate does alike where it is stable, or, rejected, where it ended (``ends``) within that band of
+    the median: a level that straddles half the start, some rates just below it (stable) and some just above (no
+    progress); helper 277's FROST on a skewed digraph, a nonconvex loss's gradient norm at 0.47-0.51x its start at
+    every rate from 1e-4 to 10, was shown ok at 0.032, 9.7x above where 2.7e-6 ends, its smallest rate rejected.
+    Rates that do alike over decades are all too large where the gradients are bounded: a logistic
     loss whose features are in units a thousand times too large saturates at every rate of the default grid (DSGD
     ended at 118-184 from 1e-4 to 10, its gradient norm at a quarter of its start, and was tuned to 1.0: at 1e-6 it
     ends at 8.8), where methods that diverged there were searched below it. The search goes on while the smallest
@@ -2058,7 +2106,7 @@ def _flat_below(scores, finals, grid, rounding=0.0):
     extends past (:data:`MAX_EXTENSIONS`)."""
     stable = {lr: sc for lr, sc in scores.items() if math.isfinite(sc)}
     low = min(scores, default=None)
-    if low not in stable or low <= min(grid) / 10.0 ** SEARCH_DECADES * (1 + 1e-6):
+    if not stable or low <= min(grid) / 10.0 ** SEARCH_DECADES * (1 + 1e-6):
         return []
     best = min(stable.values())
     if best <= rounding * (1 + 1e-9) or best <= 0:  # (converged: every rate ties at the rounding level)
@@ -2067,10 +2115,14 @@ def _flat_below(scores, finals, grid, rounding=0.0):
     top = low * 10.0 ** FLAT_DECADES  # (rates rounded to six digits: within SAME_RATE of it is it)
     near = [lr for lr in scores if lr <= top * (1 + SAME_RATE)]
     level = [stable[lr] for lr in near if lr in stable]
-    if max(near) < top * (1 - SAME_RATE) or len(level) < max(3, math.ceil(FLAT_STABLE * len(near))):
+    if max(near) < top * (1 - SAME_RATE) or len(level) < 3:
         return []
     typical = float(np.median(level))
-    if max(level) > band * typical or stable[low] > FLAT * typical or typical > band * band * best:  # (one low
+    ended = {lr: stable.get(lr, (ends or {}).get(lr, math.inf)) for lr in near}
+    alike = [lr for lr in near if lr in stable or typical / band <= ended[lr] <= band * typical]
+    if len(alike) < math.ceil(FLAT_STABLE * len(near)) or low not in alike:
+        return []
+    if max(level) > band * typical or ended[low] > FLAT * typical or typical > band * band * best:  # (one low
         # draw among them, or elsewhere in the grid, does not stop it: a saturated Pull-Diag-GT's grid ended at
         # 121-126 but for 97.6 at 0.01)
         return []
