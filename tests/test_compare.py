@@ -1140,6 +1140,44 @@ def test_contenders_that_fail_on_more_streams_give_the_fallback_not_a_rate_the_g
     assert record["fallback"] == "the one that ended lowest of the rates run on the most streams"
 
 
+@pytest.mark.parametrize("redraws", [False, True])
+def test_where_the_contenders_fail_on_more_streams_the_fallback_is_one_of_them_unless_they_grew(redraws):
+    """Contenders stable on the grid's streams (two noisy streams; or one draw of a network that draws its links) and
+    rejected on the confirmation's: the fallback is the lowest of them, judged on the most streams, not a rate that
+    only the grid's streams judged (0.1 below, unstable there at 0.1); where every one of them grew past its start
+    there, a rate of the grid that made progress is shown rather than one that grew on every other stream (helper
+    278: the contenders of a problem grew to 3x-50x their start on every stream but two, and one was shown)."""
+    grid = {0.001: 0.6, 0.003: 0.3, 0.01: 0.2, 0.03: 0.35, 0.1: 0.1}
+    stable = {0.003, 0.01}
+    later = {}
+    scores, ends, finals, record = {}, {}, {}, {"replicas": 1 if redraws else 2, "stages": []}
+
+    def stage(name, rates, rep_offset=0, replicas=2, may_set_aside=False):
+        for lr in rates:
+            end = later.get(lr, later.get(None)) if rep_offset else grid.get(lr, 0.9)
+            scores[lr] = end if not rep_offset and lr in stable else math.inf
+            ends[lr] = end
+            finals[lr] = [end * 0.7, end * 1.3] if not redraws else [end]
+        record["stages"].append({"name": name, "curves": {lr: [1.0, 0.5] for lr in rates},  # (the start: 1)
+                                 "scores": {lr: scores[lr] for lr in rates}})
+
+    method = cmp.make_plan(topology.exponential(4), Quadratic.random(4, d=2, seed=0), "dsgd", 10).methods[0]
+
+    def fallback():
+        scores.clear(), ends.clear(), finals.clear()
+        record["stages"] = []
+        with pytest.raises(tuning.NoStableRate) as caught:
+            tuning._tune_stages(stage, scores, {}, ends, finals, record, tuple(grid), method, None, redraws=redraws)
+        assert any(entry["name"] == "confirm" for entry in record["stages"])
+        return caught.value.fallback, record["fallback"]
+
+    later.update({0.003: 0.55, 0.01: 0.52, 0.03: 0.6, None: 0.9})
+    assert fallback() == (0.01, "the one that ended lowest of the rates run on the most streams")
+    later.update({0.003: 1.5, 0.01: 2.0, 0.03: 1.8, None: 2.5})  # (each grew past its start on the confirmation's
+    # streams)
+    assert fallback() == (0.1, "the one that ended lowest in the tuning runs")
+
+
 def _scripted_tuning(outcome, grid=tuple(cmp.TUNE_GRID), replicas=1):
     """``_tune_stages`` on scripted candidates: ``outcome(lr)`` gives a rate's mean curve (its metric starts at 1).
     Returns (the chosen rate or the NoStableRate raised, the stages run: (name, rates))."""
@@ -1362,12 +1400,40 @@ def test_rates_that_went_down_are_told_too_small_or_too_large_beyond_the_noise_o
     below = tuning._search(plateau, _levels(plateau), grid, lossless=True, rel=0.054)
     assert len(below) == tuning.SEARCH_WIDTH and max(below) < grid[0]
     assert tuning._search(plateau, _levels(plateau), grid, lossless=True) == []  # (no noise: neighbours 1% apart)
-    # too small, lower the larger the rate by less per step than the noise: the trend says so
-    falling = {lr: 0.88 - 0.02 * k + 0.01 * (-1) ** k for k, lr in enumerate(grid)}
+    # too small, lower the larger the rate by less per step than the noise, neighbours by 1% pointing nowhere: the
+    # trend says so
+    falling = dict(zip(grid, [0.89, 0.85, 0.87, 0.865, 0.86, 0.81, 0.83, 0.825, 0.79, 0.80, 0.75]))
     above = tuning._search(falling, _levels(falling), grid, lossless=True, rel=0.03)
     assert len(above) == tuning.SEARCH_WIDTH and min(above) > grid[-1]
-    assert not tuning._falls_with_the_rate(plateau, grid, 0.054)
-    assert tuning._falls_with_the_rate(falling, grid, 0.03) and not tuning._falls_with_the_rate(falling, grid[:2], 0.03)
+    assert not tuning._falls_with_the_rate(plateau, grid, 0.054) and tuning._falls_with_the_rate(falling, grid, 0.03)
+    # the slope's bar: two standard errors of a least-squares slope over log10 of the rate (three rates at least),
+    # and RATE_HELPS of the mean a step, however quiet the streams (a level drifting 0.3% a step had read as rates
+    # too small on streams apart by rounding, helper 278)
+    x = np.log10(grid)
+    bar = 2 * 0.1 / math.sqrt(float(np.sum((x - x.mean()) ** 2)))  # (0.038 a decade, above the floor's 0.02)
+
+    def line(slope, rates=grid):
+        return {lr: 1.0 + slope * (math.log10(lr) - float(np.mean(np.log10(rates)))) for lr in rates}
+
+    assert tuning._falls_with_the_rate(line(-1.03 * bar), grid, 0.1)
+    assert not tuning._falls_with_the_rate(line(-0.97 * bar), grid, 0.1)
+    assert tuning._falls_with_the_rate(line(-0.5, grid[:3]), grid[:3], 0.0)
+    assert not tuning._falls_with_the_rate(line(-0.5, grid[:2]), grid[:2], 0.0)
+    drift = {lr: 0.8 * (1 - 0.003) ** k for k, lr in enumerate(grid)}
+    assert not tuning._falls_with_the_rate(drift, grid, 1e-9) and tuning._falls_with_the_rate(line(-0.021), grid, 0)
+    assert max(tuning._search(drift, _levels(drift), grid, lossless=True, rel=1e-9)) < grid[0]
+    # a rate that went down 3% below its smaller neighbour, just below rates that diverge: the border of stability,
+    # read by the neighbours first (the noise of streams 1.5% apart had called it too large: helper 278)
+    border = {**dict(zip(grid[:5], [0.999, 0.995, 0.98, 0.9125, 0.8855])), **{lr: math.inf for lr in grid[5:]}}
+    walls = {"stages": [{"curves": {lr: [1.0] + [e] * 23 for lr, e in border.items()}}]}
+    assert tuning._search(border, walls, grid, lossless=True, rel=0.0153) == [pytest.approx(10 ** -1.75, rel=1e-5)]
+    # the noise compared is the rates' that did not grow (one grown 20x on a stream and 2x on the other had made it
+    # 60x theirs)
+    grown = {**border, 0.0316: 11.0, 0.1: 12.0}
+    spread = {**{lr: [e * 0.99, e * 1.01] for lr, e in border.items()}, 0.0316: [2.0, 20.0], 0.1: [3.0, 21.0]}
+    rec = {"replicas": 2, "stages": [{"curves": {lr: [1.0, e] for lr, e in grown.items()}}]}
+    assert tuning._unmoved_noise(grown, spread, rec) == pytest.approx(0.01, rel=1e-6)
+    assert tuning._unmoved_noise(grown, spread, {**rec, "replicas": 1}) == 0.0
     # ten pairs of neighbours each told apart at two standard errors: one pair by chance (helper 277: every rate at
     # 0.69-0.75x its start, 3.2e-4 -> 1e-3 8.4% lower) had left rates "too small" between rates too large, and no
     # search ran; where the pairs point nowhere, the trend gives every rate that went down one verdict
@@ -7140,6 +7206,10 @@ def test_a_transient_rise_of_every_rate_is_no_blow_up():
     assert tuning._blew_up_at([1.0, 0.5, 1.02, 0.4, 3.0, 9.0], 1.0) == 4  # (its last rise, not the transient)
     assert tuning._blew_up_at([1.0, 1.02, 1.03, 1.05], 1.0) is None  # (ends within UNMOVED of its start)
     assert tuning._blew_up_at([1.0, 2.0, np.nan, np.nan], 1.0) == 1 and tuning._blew_up_at([], 1.0) is None
+    assert tuning._blew_up_at([1.0] + [0.8] * 21 + [0.9, 1.2], 1.0, 1.035) is None  # (where it ended: 1.035)
+    # against a start at or below 0 nothing is read (as the failures are not): an improving curve had "blown up"
+    improving = [-1.0, -1.02, -1.05]
+    assert not tuning._later_when_smaller([improving, improving, [-1.0, 5.0, np.nan]], -1.0)
 
 
 def test_the_loss_s_rounding_is_measured_where_the_iterates_of_a_composite_problem_sit():

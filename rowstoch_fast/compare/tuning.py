@@ -1629,8 +1629,7 @@ def _tune_stages(stage, scores, arrival, ends, finals, record, grid, method, log
     for _ in range(SEARCH_STAGES):
         if any(math.isfinite(s) for s in scores.values()):
             break
-        more = _search(ends, record, grid, lossless=not redraws,
-                       rel=noise(dict.fromkeys(ends, 0.0), finals) if record.get("replicas", 1) > 1 else 0.0)
+        more = _search(ends, record, grid, lossless=not redraws, rel=_unmoved_noise(ends, finals, record))
         if not more:
             break
         stage("search", more)
@@ -1770,11 +1769,13 @@ def _tune_stages(stage, scores, arrival, ends, finals, record, grid, method, log
         exc = NoStableRate(f"tune: {method.label} diverged, grew, made no progress or was unstable at every learning "
                            f"rate tried ({min(scores):g} .. {max(scores):g}); give its lr (--lr {method.label}=VALUE)")
         ended = {lr: e for lr, e in ends.items() if math.isfinite(e)}
-        confirmed = {lr: ended[lr] for lr in pool if lr in ended}  # (judged on the most streams)
+        confirmed = {lr: ended[lr] for lr in pool if ended.get(lr, math.inf) < _start(record)}  # (judged on the
+        # most streams, and below their start: where each grew there, a rate that made progress on the grid's
+        # streams is shown rather than one that grew on every other, helper 278)
         exc.record, exc.grid = record, grid
         exc.fallback = _best(confirmed or ended) if ended else min(scores)
         # (what the diagnosis says of it: where every rate diverged or ran off, none ended anywhere)
-        record["fallback"] = ("the one that ended lowest of the rates run on the most streams" if len(confirmed) > 1
+        record["fallback"] = ("the one that ended lowest of the rates run on the most streams" if confirmed
                               else "the one that ended lowest in the tuning runs" if len(ended) > 1 else
                               "the only one whose tuning runs ended finite (every other rate diverged or ran off)"
                               if ended else "the smallest rate tried (every rate diverged or ran off)")
@@ -1852,16 +1853,22 @@ def _helps(ends, tried, i, rel=0.0, down=()):
 
 def _falls_with_the_rate(ends, rates, rel):
     """Whether ``ends`` over ``rates`` fall with the logarithm of the rate by more than two standard errors of the
-    least-squares slope, each end's standard error ``rel`` of the ends' mean (three rates at least)."""
+    least-squares slope, each end's standard error ``rel`` of the ends' mean (three rates at least), and by
+    :data:`RATE_HELPS` of their mean at least from one rate to the next (their mean spacing): the floor of the
+    pairs' reading, however quiet the streams (a level drifting 0.3% a step on streams apart by rounding had read
+    as rates too small, helper 278)."""
     if len(rates) < 3:
         return False
     x = np.log10(np.asarray(rates, dtype=np.float64))
     y = np.asarray([ends[lr] for lr in rates], dtype=np.float64)
     if not np.all(np.isfinite(y)):
         return False
+    spacing = float(x.max() - x.min()) / (len(x) - 1)
     x = x - x.mean()
+    if not spacing > 0:
+        return False
     slope = float(x @ (y - y.mean()) / (x @ x))
-    return slope < -2.0 * rel * float(y.mean()) / math.sqrt(float(x @ x))
+    return slope < -max(2.0 * rel / math.sqrt(float(x @ x)), RATE_HELPS / spacing) * float(y.mean())
 
 
 def _search(ends, record, grid, lossless=False, rel=0.0):
@@ -1886,26 +1893,34 @@ def _search(ends, record, grid, lossless=False, rel=0.0):
     tried = sorted(ends)
     how = [_failure(curves.get(lr, ()), ends[lr], start) for lr in tried]
     down = [i for i, kind in enumerate(how) if kind == "down"]
-    told = [("small" if _helps(ends, tried, i, rel, down) or lossless and how[i + 1:i + 2] == ["dip"] else "large")
-            if kind == "down" else kind for i, kind in enumerate(how)]  # (on a network that draws nothing, a larger
-    # rate that went further down and then failed, too: the rates that work lie between the two; helper 160's
-    # Push-Pull on a 48-node ring went down to 0.73x its start at 1e-4 and dipped to 0.37x at 3.2e-4 before its
-    # consensus error ran off, and was shown at 1e-4 where 2.7e-4 is ok. Not where it draws: a lossy push-sum
-    # method's blow-up only comes later at a smaller rate, and none of them works)
-    if rel > 0 and down and _ordered(told) is None:  # (on noisy streams, rates told apart pair by pair that point
-        # nowhere: one verdict for every rate that went down, from their trend; ten pairs of neighbours at two
-        # standard errors each tell one apart by chance: helper 277's Pull-Diag-GT, every grid rate at 0.69-0.75x
-        # its start, went 8.4% lower from 3.2e-4 to 1e-3, which read as too small between rates too large, and no
-        # search ran, 11x off)
-        one = "small" if _falls_with_the_rate(ends, [tried[i] for i in down], rel) else "large"
-        told = [one if kind == "down" else verdict for kind, verdict in zip(how, told)]
+
+    def read(noisy):  # (on a network that draws nothing, a larger rate that went further down and then failed makes
+        # a rate that went down too small: the rates that work lie between the two; helper 160's Push-Pull on a
+        # 48-node ring went down to 0.73x its start at 1e-4 and dipped to 0.37x at 3.2e-4 before its consensus error
+        # ran off, and was shown at 1e-4 where 2.7e-4 is ok. Not where it draws: a lossy push-sum method's blow-up
+        # only comes later at a smaller rate, and none of them works)
+        return [("small" if _helps(ends, tried, i, noisy, down) or lossless and how[i + 1:i + 2] == ["dip"]
+                 else "large") if kind == "down" else kind for i, kind in enumerate(how)]
+
+    told = read(0.0)  # (each pair of neighbours by RATE_HELPS first: where that points somewhere, it holds; a rate
+    # that went down 3% below its smaller neighbour, just below rates that diverge, is the border of stability, and
+    # on streams 1.5% apart the noise alone had called it too large and searched the wrong border, helper 278)
+    if rel > 0 and down and _ordered(told) is None:  # (pointing nowhere, on noisy streams: read beyond the noise,
+        # and where that points nowhere either, one verdict for every rate that went down, from their trend; ten
+        # pairs of neighbours at two standard errors each tell one apart by chance: helper 277's Pull-Diag-GT, every
+        # grid rate at 0.69-0.75x its start, went 8.4% lower from 3.2e-4 to 1e-3, which read as too small between
+        # rates too large, and no search ran, 11x off)
+        told = read(rel)
+        if _ordered(told) is None:
+            one = "small" if _falls_with_the_rate(ends, [tried[i] for i in down], rel) else "large"
+            told = [one if kind == "down" else verdict for kind, verdict in zip(how, told)]
     if rel > 0 and _one_level(ends, tried, rel):  # (a bounded metric at rates too large: its level the same
         # whatever the rate, below its start, near it or above it; helper 277's Pull-Diag-GT on skewed digraphs, a
         # nonconvex loss's gradient norm ending at 0.94-0.98x its start at every rate, read "unmoved" (too small)
         # and was searched up to 1e9, 14.6x off; at 0.58-0.61x, some rates "dipped" by chance, and no search ran)
         told = ["large"] * len(tried)
-    if lossless and _later_when_smaller([curves.get(lr, ()) for lr in tried], start):  # (all too large, dips or
-        # not; on noisy streams too: helper 151's FROST on a 256-node sparse digraph ran off at every grid rate, each
+    if lossless and _later_when_smaller([curves.get(lr, ()) for lr in tried], start, [ends[lr] for lr in tried]):
+        # (all too large, dips or not; on noisy streams too: helper 151's FROST on a 256-node sparse digraph ran off at every grid rate, each
         # later as it shrank, and was shown diverged at 1e-4 where 5.6e-5 converges. Not where the network draws:
         # over 15% lost messages Push-DIGing's blow-up also came later at smaller rates, down to 1e-10, its lost
         # mass, not its rate)
@@ -1949,6 +1964,16 @@ def _one_level(ends, tried, rel):
         ends, tried, rel)
 
 
+def _unmoved_noise(ends, finals, record):
+    """The noise (:func:`noise`) of the ends of the rates that did not grow past :data:`UNMOVED` times their start
+    (those :func:`_search` compares), 0 with one replica a rate: a rate that grew to 20x on one stream and 2x on the
+    other had made every rate's noise 60x the ones compared, and told nothing apart (helper 278)."""
+    if record.get("replicas", 1) <= 1:
+        return 0.0
+    start = _start(record)
+    return noise({lr: 0.0 for lr, end in ends.items() if end <= UNMOVED * start}, finals)
+
+
 def _ordered(how):
     """``(small, border)`` where the failures ``how`` (ascending rates) read too small, then dipped, then too large:
     ``small`` rates too small, then ``border`` rates that dipped (only where some are too small: a rate just past
@@ -1989,25 +2014,28 @@ def _alike(curves, lr):
     return sorted(set(out) | {lr})
 
 
-def _later_when_smaller(curves, start):
+def _later_when_smaller(curves, start, ends=None):
     """Whether every one of ``curves`` (the rates' in ascending order) blew up (:func:`_blew_up_at`), the smaller
     rates no sooner (by record), the smallest later than the largest: rates too large, each blowing up later as it
     shrinks, whatever progress they made first. Pull-Diag-GT on a 32-node directed ring (its tracker's
     1/[A^k]_ii near 2^k early on) dipped at 1e-4, 3e-3, 1e-2 and 3e-2 before it blew up at records 3, 2, 2 and 2
     (1 at 0.1 and above): no search ran, and 4e-10 ends at 0.039 (helper 139). Read over a network that draws
     nothing only (:func:`_search`'s ``lossless``): over 15% lost messages Push-DIGing's blow-up came later at smaller
-    rates too, and a search down to 1e-10 found none stable (its lost mass, not its rate)."""
-    if len(curves) < 2 or not math.isfinite(start):
+    rates too, and a search down to 1e-10 found none stable (its lost mass, not its rate). ``ends``: where each
+    ended (:func:`_judged`; default: its last record). False without a positive start (a blow-up is read against
+    it, as :func:`_failure` reads the failures)."""
+    if len(curves) < 2 or not (math.isfinite(start) and start > 0):
         return False
-    first = [_blew_up_at(curve, start) for curve in curves]
+    first = [_blew_up_at(curve, start, end) for curve, end in zip(curves, ends or [None] * len(curves))]
     if None in first:
         return False
     return all(a >= b for a, b in zip(first, first[1:])) and first[0] > first[-1]
 
 
-def _blew_up_at(curve, start):
+def _blew_up_at(curve, start, end=None):
     """The record where a tuning curve began its last rise past ``start`` where it turned non-finite there or ended
-    more than :data:`UNMOVED` times above its start (blew up), else None. A rise that came back below the start is
+    (``end``: where :func:`_judged` reads it ended, else its last record) more than :data:`UNMOVED` times above its
+    start (blew up), else None. A rise that came back below the start is
     a transient, not a blow-up: helper 275's Pull-Diag-GT and FROST on a skewed digraph (kappa 128) rose past their
     start at the second record at every rate (the mixing's transient), the smallest rates by a hair before they went
     down; every rate was read as too large, the search walked down, and no rate between the too small 3.2e-5 and the
@@ -2020,7 +2048,7 @@ def _blew_up_at(curve, start):
         above = bad | (v > start)
     if bad.any():
         last = int(np.flatnonzero(bad)[0])
-    elif v[-1] > UNMOVED * start:
+    elif (v[-1] if end is None else end) > UNMOVED * start:
         last = len(v) - 1
     else:
         return None
