@@ -1377,6 +1377,9 @@ def test_a_failure_says_which_way_the_rates_that_work_lie():
     assert tuning._failure(1.6 ** t, 1.6, 1.0) == "large"  # (a slow climb)
     assert tuning._failure([1.0, 1.0, 1.001, 1.003, 1.01], 1.01, 1.0) == "small"
     assert tuning._failure([1.0, 1.0, 0.999, 0.997, 0.99], 0.99, 1.0) == "small"
+    assert tuning._failure([1.0, 0.87, 1.01, 0.82, 0.99, 0.97], 0.97, 1.0) == "down"  # (it moved: jitter about a
+    # level near its start, a bounded metric's at a rate too large; helper 277)
+    assert tuning._failure([1.0, 1.02, 1.15, 1.0, 0.98], 0.98, 1.0) == "down"
     assert tuning._failure(1.0 - 0.4 * t, 0.6, 1.0) == "down"  # (not far enough: the neighbours tell which)
     assert tuning._failure(np.concatenate([[1.0], np.full(23, 0.54)]), 0.54, 1.0) == "down"
     assert tuning._failure([1.0, 0.1, 0.05, 0.03, 0.5, 3.0, 40.0], 40.0, 1.0) == "dip"
@@ -1467,8 +1470,12 @@ def test_rates_that_went_down_are_told_too_small_or_too_large_beyond_the_noise_o
         pytest.approx(math.sqrt(grid[4] * grid[5]), rel=1e-5)]
 
 
-def test_a_bounded_metric_at_rates_too_large_on_noisy_streams_is_searched_below():
-    """The problem of the test above, end to end: Pull-Diag-GT is tuned below the grid and ends ok."""
+@pytest.mark.parametrize("seed", [3, 5])
+def test_a_bounded_metric_at_rates_too_large_on_noisy_streams_is_searched_below(seed):
+    """The problem of the test above, end to end: Pull-Diag-GT is tuned below the grid and ends ok. At seed 5 its
+    metric jittered from 0.82x to 1.09x its start at 1e-4, ending at 0.97x, every larger rate 1.1-1.17x: read as
+    unmoved (too small) at 1e-4, it set the search between 1e-4 and 3.2e-4, and the method was shown no-progress
+    (7.4 where 1.8e-6 ends at 0.19): a rate is unmoved where it stayed near its start at every record."""
     E = topology.exponential(16).toarray()
     share = np.full(16, 0.8)
     share[[3, 11]] = 0.00625  # (two nodes keep all but 0.625% of their weight: kappa 128)
@@ -1477,7 +1484,7 @@ def test_a_bounded_metric_at_rates_too_large_on_noisy_streams_is_searched_below(
         off = E[i] * (np.arange(16) != i)
         W[i] = share[i] * off / off.sum()
         W[i, i] = 1.0 - share[i]
-    base = NonconvexLogistic.synthetic(16, total=3200, d=6, batch=20, seed=3, heterogeneity=1.0)
+    base = NonconvexLogistic.synthetic(16, total=3200, d=6, batch=20, seed=seed, heterogeneity=1.0)
     f = NonconvexLogistic(np.asarray(base.H).reshape(-1, 6) * 30.0, np.asarray(base.Y).reshape(-1), 16, batch=20)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", RuntimeWarning)

@@ -1812,8 +1812,11 @@ def _failure(curve, end, start):
     - ``"dip"``: it went :data:`STABILITY_FACTOR` times below its start (the geometric mean of up to three
       consecutive records, or where it ended): it made progress, then failed;
     - ``"large"``: it diverged or ended more than :data:`UNMOVED` times above its start;
-    - ``"small"``: it moved less than :data:`UNMOVED` times either way (on noisy streams a rate too small to
-      move ends a little above or below its start);
+    - ``"small"``: it moved less than :data:`UNMOVED` times either way, at every record (on noisy streams a rate
+      too small to move ends a little above or below its start; one that ends there after records further away
+      moved: a bounded metric at a rate too large jitters about a level near its start, helper 277's Pull-Diag-GT
+      from 0.82x to 1.09x its start at 1e-4 and ending at 0.97x, where every larger rate ended 1.1-1.17x above
+      it; read "small", it set the search between 1e-4 and 3.2e-4, where 1.8e-6 converges);
     - ``"down"``: it went down, not far enough: too small where a larger rate goes further, too large where it
       does not (a bounded metric at too large a rate sits at one level whatever the rate: the logistic
       gradient's norm): :func:`_search` tells which;
@@ -1827,7 +1830,8 @@ def _failure(curve, end, start):
         return "dip"
     if not math.isfinite(end) or end > UNMOVED * start:
         return "large"
-    return "small" if end * UNMOVED >= start else "down"
+    still = v.size == 0 or (v.max() <= UNMOVED * start and v.min() * UNMOVED >= start)
+    return "small" if end * UNMOVED >= start and still else "down"
 
 
 def _helps(ends, tried, i, rel=0.0, down=()):
