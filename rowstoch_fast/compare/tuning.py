@@ -1517,9 +1517,10 @@ def _keep_far_below(climbing, scores, ends, record, arrived):
 
 
 def noise(scores, finals):
-    """The relative standard error of a candidate's final value over its replicas, pooled over the stable
-    candidates ``scores`` (``finals``: each one's replicas' own final values; the root mean square of their
-    standard errors over their means): 0 where no candidate has two finite replicas."""
+    """The relative standard error of a candidate's final value over its replicas, pooled over the candidates
+    ``scores`` (their values unread: the stable ones where a choice is judged, the rates that did not grow where the
+    failures are, :func:`_unmoved_noise`; ``finals``: each one's replicas' own final values; the root mean square
+    of their standard errors over their means): 0 where no candidate has two finite replicas."""
     rel = []
     for lr, score in scores.items():
         own = np.asarray([v for v in finals.get(lr, ()) if math.isfinite(v)])
