@@ -1925,10 +1925,10 @@ def _search(ends, record, grid, lossless=False, rel=0.0):
         # and was searched up to 1e9, 14.6x off; at 0.58-0.61x, some rates "dipped" by chance, and no search ran)
         told = ["large"] * len(tried)
     if lossless and _later_when_smaller([curves.get(lr, ()) for lr in tried], start, [ends[lr] for lr in tried]):
-        # (all too large, dips or not; on noisy streams too: helper 151's FROST on a 256-node sparse digraph ran off at every grid rate, each
-        # later as it shrank, and was shown diverged at 1e-4 where 5.6e-5 converges. Not where the network draws:
-        # over 15% lost messages Push-DIGing's blow-up also came later at smaller rates, down to 1e-10, its lost
-        # mass, not its rate)
+        # (all too large, dips or not; on noisy streams too: helper 151's FROST on a 256-node sparse digraph ran off
+        # at every grid rate, each later as it shrank, and was shown diverged at 1e-4 where 5.6e-5 converges. Not
+        # where the network draws: over 15% lost messages Push-DIGing's blow-up also came later at smaller rates,
+        # down to 1e-10, its lost mass, not its rate)
         told = ["large"] * len(tried)
     shape = _ordered(told) if tried else None
     if shape is None:
@@ -2040,11 +2040,11 @@ def _later_when_smaller(curves, start, ends=None):
 def _blew_up_at(curve, start, end=None):
     """The record where a tuning curve began its last rise past ``start`` where it turned non-finite there or ended
     (``end``: where :func:`_judged` reads it ended, else its last record) more than :data:`UNMOVED` times above its
-    start (blew up), else None. A rise that came back below the start is
-    a transient, not a blow-up: helper 275's Pull-Diag-GT and FROST on a skewed digraph (kappa 128) rose past their
-    start at the second record at every rate (the mixing's transient), the smallest rates by a hair before they went
-    down; every rate was read as too large, the search walked down, and no rate between the too small 3.2e-5 and the
-    too large 1e-4 was tried (1.4-2.5x off in 7 of 20 cases)."""
+    start (blew up), else None. A rise that came back below the start is a transient, not a blow-up: helper 275's
+    Pull-Diag-GT and FROST on a skewed digraph (kappa 128) rose past their start at the second record at every rate
+    (the mixing's transient), the smallest rates by a hair before they went down; every rate was read as too large,
+    the search walked down, and no rate between the too small 3.2e-5 and the too large 1e-4 was tried (1.4-2.5x
+    off in 7 of 20 cases)."""
     v = np.asarray(curve, dtype=np.float64)
     if not v.size:
         return None
