@@ -21,8 +21,8 @@ round had measured the chosen clients' half-done local models, helper 273). The 
 (:class:`~rowstoch_fast.FedPD`, :class:`~rowstoch_fast.FedLT`: ``download_model = False``) differ: each client keeps
 its own model from round to round (a row of ``x``, where its next local steps start; every row starts at its row of
 ``x0``), the server's broadcast goes into the state block ``"server"`` alone, and the harness measures it, the model
-the method hands over (the clients' mean, which no one holds, had been measured: under partial participation FedPD's was 15-100x
-closer to x* than its server's model, helper 273).
+the method hands over (the clients' mean, which no one holds, had been measured: under partial participation
+FedPD's was 15-100x closer to x* than its server's model, helper 273).
 
 The selection rules (``selection``; each draws :math:`m` = ``floor(participation n)`` clients a round, all of them
 where :math:`m = n`):

@@ -1770,7 +1770,8 @@ def _tune_stages(stage, scores, arrival, ends, finals, record, grid, method, log
         exc = NoStableRate(f"tune: {method.label} diverged, grew, made no progress or was unstable at every learning "
                            f"rate tried ({min(scores):g} .. {max(scores):g}); give its lr (--lr {method.label}=VALUE)")
         ended = {lr: e for lr, e in ends.items() if math.isfinite(e)}
-        confirmed = {lr: ended[lr] for lr in pool if ended.get(lr, math.inf) < _start(record)}  # (judged on the
+        start = _start(record)
+        confirmed = {lr: ended[lr] for lr in pool if ended.get(lr, math.inf) < start}  # (judged on the
         # most streams, and below their start: where each grew there, a rate that made progress on the grid's
         # streams is shown rather than one that grew on every other, helper 278)
         exc.record, exc.grid = record, grid
@@ -1869,9 +1870,9 @@ def _falls_with_the_rate(ends, rates, rel):
     if not np.all(np.isfinite(y)):
         return False
     spacing = float(x.max() - x.min()) / (len(x) - 1)
-    x = x - x.mean()
     if not spacing > 0:
         return False
+    x = x - x.mean()
     slope = float(x @ (y - y.mean()) / (x @ x))
     return slope < -max(2.0 * rel / math.sqrt(float(x @ x)), RATE_HELPS / spacing) * float(y.mean())
 
